@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Write the sample dataset served by `zarr-serve` when started without arguments.
+
+Usage: python scripts/make_sample.py OUTDIR      -> OUTDIR/sample.zarr
+
+Written with zarr-python 3 (see tests/fixtures/requirements.txt for pinned versions).
+Deterministic: the content is computed, gzip headers use mtime 0.
+"""
+import gzip
+import os
+import shutil
+import sys
+import types
+import warnings
+
+warnings.filterwarnings("ignore")
+gzip.time = types.SimpleNamespace(time=lambda: 0.0)  # reproducible gzip headers
+
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
+from zarr.codecs import BytesCodec, GzipCodec, ZstdCodec  # noqa: E402
+
+
+def temperature_field(t0, t1, y0, y1, x0, x1):
+    t = np.arange(t0, t1, dtype=np.float64)[:, None, None]
+    y = np.arange(y0, y1, dtype=np.float64)[None, :, None]
+    x = np.arange(x0, x1, dtype=np.float64)[None, None, :]
+    lat = (y / 255.0 - 0.5) * np.pi  # -pi/2 .. pi/2
+    lon = x / 256.0 * 2 * np.pi
+    season = np.sin(2 * np.pi * t / 64.0)
+    v = (288.0 + 25.0 * np.cos(lat) - 8.0 * np.sin(lat) * season
+         + 4.0 * np.sin(3 * lon + t / 8.0) * np.cos(2 * lat)
+         + 1.5 * np.cos(5 * lon - 2 * lat + t / 5.0))
+    # quantise to 1/16 K: exact in float32, compresses well, still smooth
+    return (np.round(v * 16.0) / 16.0).astype(np.float32)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    out = os.path.join(os.path.abspath(sys.argv[1]), "sample.zarr")
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    root = zarr.open_group(out, mode="w", attributes={
+        "title": "zarr-serve sample dataset",
+        "description": "Synthetic data for trying zarr-serve: a sharded float32 temperature cube "
+                       "(some shards never written, read as NaN), a gzip uint8 mask and a "
+                       "labels group.",
+        "source": {"generator": "scripts/make_sample.py", "zarr_python": zarr.__version__,
+                   "license": "CC0-1.0"},
+        "conventions": {"units": {"temperature": "K"}, "grid": {"y": 256, "x": 256, "time": 64}},
+    })
+
+    temp = root.create_array(
+        "temperature", shape=(64, 256, 256), dtype="float32",
+        shards=(16, 128, 128), chunks=(4, 32, 32),
+        serializer=BytesCodec(endian="little"), compressors=[ZstdCodec(level=3)],
+        fill_value=np.float32("nan"), dimension_names=["time", "y", "x"],
+        attributes={"units": "K", "long_name": "air temperature", "valid_range": [230.0, 330.0]})
+    never = {(1, 1, 0), (2, 0, 1), (3, 1, 1)}  # shard indices left unwritten
+    for st in range(4):
+        for sy in range(2):
+            for sx in range(2):
+                if (st, sy, sx) in never:
+                    continue
+                t0, y0, x0 = st * 16, sy * 128, sx * 128
+                temp[t0:t0 + 16, y0:y0 + 128, x0:x0 + 128] = temperature_field(
+                    t0, t0 + 16, y0, y0 + 128, x0, x0 + 128)
+
+    yy, xx = np.mgrid[0:256, 0:256]
+    mask = ((((yy - 128) ** 2 + (xx - 100) ** 2) < 70 ** 2) | ((xx > 200) & (yy < 60))).astype(np.uint8)
+    m = root.create_array("mask", shape=(256, 256), dtype="uint8", chunks=(64, 64),
+                          compressors=[GzipCodec(level=6)], fill_value=0,
+                          dimension_names=["y", "x"],
+                          attributes={"flag_values": [0, 1], "flag_meanings": "water land"})
+    m[...] = mask
+
+    labels = root.create_group("labels", attributes={
+        "description": "classification labels", "classes": {"0": "unknown", "1": "ocean", "2": "land"},
+        "version": 2})
+    c = labels.create_array("classes", shape=(100,), dtype="int16", chunks=(30,), fill_value=-1,
+                            dimension_names=["i"], attributes={"units": "1"})
+    c[...] = (np.arange(100, dtype=np.int16) * 7) % 3
+
+    total = 0
+    for dp, _, fs in os.walk(out):
+        total += sum(os.path.getsize(os.path.join(dp, f)) for f in fs)
+    print("wrote %s (%d bytes)" % (out, total))
+
+
+if __name__ == "__main__":
+    main()

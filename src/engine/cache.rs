@@ -1,0 +1,104 @@
+//! The engine's caches, shared by all datasets (keys carry the dataset name).
+//!
+//! - node metadata: parsed `zarr.json` with its codec chain, for a TTL, so
+//!   changed metadata is seen after at most that long;
+//! - shard indexes: sized in bytes, remembering the shard's ETag; reads that
+//!   use a cached index are conditional on that ETag.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use moka::future::Cache;
+
+use super::codec::array_to_bytes::sharding::ShardIndex;
+use super::hierarchy::Node;
+
+/// Cache sizes and lifetimes.
+#[derive(Debug, Clone)]
+pub struct CacheOptions {
+    /// How long parsed metadata is trusted.
+    pub metadata_ttl: Duration,
+    /// Bytes of shard indexes kept.
+    pub shard_index_bytes: u64,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        Self {
+            metadata_ttl: Duration::from_secs(5),
+            shard_index_bytes: 64 << 20,
+        }
+    }
+}
+
+/// A decoded shard index with the version of the shard it came from.
+#[derive(Debug)]
+pub struct CachedIndex {
+    /// The index.
+    pub index: ShardIndex,
+    /// The shard's ETag when the index was read.
+    pub etag: Option<String>,
+    /// The shard's size in bytes.
+    pub shard_size: u64,
+}
+
+/// (dataset, key)
+pub(crate) type CacheKey = (Arc<str>, String);
+
+/// Hit and miss counters of one cache.
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    /// Lookups answered from the cache.
+    pub hits: std::sync::atomic::AtomicU64,
+    /// Lookups that went to the store.
+    pub misses: std::sync::atomic::AtomicU64,
+}
+
+/// The caches.
+#[derive(Debug, Clone)]
+pub struct Caches {
+    pub(crate) nodes: Cache<CacheKey, Arc<Node>>,
+    pub(crate) shard_indexes: Cache<CacheKey, Arc<CachedIndex>>,
+    pub(crate) node_stats: Arc<CacheStats>,
+    pub(crate) index_stats: Arc<CacheStats>,
+}
+
+impl Caches {
+    /// Empty caches of the given sizes.
+    pub fn new(options: &CacheOptions) -> Self {
+        Self {
+            nodes: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(options.metadata_ttl)
+                .build(),
+            shard_indexes: Cache::builder()
+                .max_capacity(options.shard_index_bytes)
+                .weigher(|k: &CacheKey, v: &Arc<CachedIndex>| {
+                    (k.1.len() + v.index.size_bytes() + 64)
+                        .try_into()
+                        .unwrap_or(u32::MAX)
+                })
+                .build(),
+            node_stats: Arc::default(),
+            index_stats: Arc::default(),
+        }
+    }
+
+    /// (name, entries, weighted size, stats) of each cache, for `/metrics`.
+    pub fn report(&self) -> Vec<(&'static str, u64, u64, &CacheStats)> {
+        vec![
+            (
+                "metadata",
+                self.nodes.entry_count(),
+                self.nodes.weighted_size(),
+                &self.node_stats,
+            ),
+            (
+                "shard_index",
+                self.shard_indexes.entry_count(),
+                self.shard_indexes.weighted_size(),
+                &self.index_stats,
+            ),
+        ]
+    }
+}

@@ -1,0 +1,109 @@
+//! Bytes -> bytes codecs.
+
+pub mod blosc;
+pub mod crc32c;
+pub mod gzip;
+pub mod zstd;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+use self::blosc::BloscCodec;
+use self::crc32c::Crc32cCodec;
+use self::gzip::GzipCodec;
+use self::zstd::ZstdCodec;
+use crate::engine::error::{corrupt, Result};
+
+/// A bytes -> bytes codec.
+#[derive(Debug, Clone)]
+pub enum BytesToBytesCodec {
+    /// `gzip`
+    Gzip(GzipCodec),
+    /// `zstd`
+    Zstd(ZstdCodec),
+    /// `blosc`
+    Blosc(BloscCodec),
+    /// `crc32c`
+    Crc32c(Crc32cCodec),
+}
+
+impl BytesToBytesCodec {
+    /// The codec named `name`, or `None` if it is not a bytes -> bytes codec.
+    pub(crate) fn from_json(
+        name: &str,
+        config: Option<&Map<String, Value>>,
+    ) -> Result<Option<Self>> {
+        Ok(match name {
+            "gzip" => Some(Self::Gzip(GzipCodec::from_json(config)?)),
+            "zstd" => Some(Self::Zstd(ZstdCodec::from_json(config)?)),
+            "blosc" => Some(Self::Blosc(BloscCodec::from_json(config)?)),
+            "crc32c" => Some(Self::Crc32c(Crc32cCodec)),
+            _ => None,
+        })
+    }
+
+    /// The encoded size of `decoded` bytes, when it is fixed.
+    pub(crate) fn encoded_size(&self, decoded: usize) -> Option<usize> {
+        match self {
+            Self::Crc32c(_) => Some(decoded + 4),
+            _ => None,
+        }
+    }
+
+    /// Decode; `expected` is the decoded size when the chain knows it.
+    pub(crate) fn decode(&self, encoded: Bytes, expected: Option<usize>) -> Result<Bytes> {
+        let decoded = match self {
+            Self::Gzip(c) => c.decode(&encoded, expected)?,
+            Self::Zstd(c) => c.decode(&encoded, expected)?,
+            Self::Blosc(c) => c.decode(&encoded, expected)?,
+            Self::Crc32c(c) => return c.decode(encoded),
+        };
+        Ok(Bytes::from(decoded))
+    }
+}
+
+/// Read a decompressor to the end, refusing more than `expected` bytes when
+/// the size is known (a corrupt or hostile stream cannot exhaust memory).
+pub(crate) fn read_limited(
+    mut reader: impl std::io::Read,
+    expected: Option<usize>,
+    codec: &str,
+) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::with_capacity(expected.unwrap_or(0));
+    let limit = expected.map_or(u64::MAX, |n| n as u64 + 1);
+    (&mut reader)
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| corrupt(format!("{codec} decompression failed: {e}")))?;
+    match expected {
+        Some(n) if out.len() > n => Err(corrupt(format!(
+            "{codec} decompressed to more than {n} bytes"
+        ))),
+        Some(n) if out.len() < n => Err(corrupt(format!(
+            "{codec} decompressed to {} bytes, expected {n}",
+            out.len()
+        ))),
+        _ => Ok(out),
+    }
+}
+
+/// An integer configuration field in `range`, or its default.
+pub(crate) fn int_field(
+    config: Option<&Map<String, Value>>,
+    codec: &str,
+    field: &str,
+    range: std::ops::RangeInclusive<i64>,
+    default: Option<i64>,
+) -> Result<i64> {
+    match config.and_then(|c| c.get(field)) {
+        None => {
+            default.ok_or_else(|| corrupt(format!("{codec} codec has no configuration.{field}")))
+        }
+        Some(v) => v.as_i64().filter(|n| range.contains(n)).ok_or_else(|| {
+            corrupt(format!(
+                "{codec} codec {field} {v} is not an integer in {range:?}"
+            ))
+        }),
+    }
+}

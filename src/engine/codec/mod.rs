@@ -1,0 +1,229 @@
+//! The codec pipeline, in the spec's three kinds.
+//!
+//! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/core/v3.0.html#codecs>.
+//! A chain is zero or more array->array codecs, exactly one array->bytes
+//! codec, then zero or more bytes->bytes codecs. The chain is built and
+//! validated once per array ([`CodecChain::from_json`]) with the chunk
+//! representation each codec sees resolved up front, so decoding only runs
+//! the codecs.
+
+pub mod array_to_array;
+pub mod array_to_bytes;
+pub mod bytes_to_bytes;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use self::array_to_array::ArrayToArrayCodec;
+use self::array_to_bytes::sharding::ShardingCodec;
+use self::array_to_bytes::ArrayToBytesCodec;
+use self::bytes_to_bytes::BytesToBytesCodec;
+use super::data_type::DataType;
+use super::error::{corrupt, Error, Result};
+use super::metadata::name_and_configuration;
+
+/// What a codec sees of a chunk: its shape, element type and fill value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkRepr {
+    /// Chunk shape.
+    pub shape: Vec<u64>,
+    /// Element type.
+    pub data_type: DataType,
+    /// One element's little-endian bytes.
+    pub fill_value: Vec<u8>,
+}
+
+impl ChunkRepr {
+    /// A chunk representation.
+    pub fn new(shape: Vec<u64>, data_type: DataType, fill_value: Vec<u8>) -> Self {
+        Self {
+            shape,
+            data_type,
+            fill_value,
+        }
+    }
+
+    /// Elements in the chunk.
+    pub fn num_elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Decoded size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.num_elements() as usize * self.data_type.size()
+    }
+
+    /// A decoded chunk holding only the fill value.
+    pub fn fill_chunk(&self) -> Bytes {
+        Bytes::from(self.fill_value.repeat(self.num_elements() as usize))
+    }
+}
+
+/// A validated chain of codecs, resolved for one chunk representation.
+#[derive(Debug, Clone)]
+pub struct CodecChain {
+    array_to_array: Vec<(ArrayToArrayCodec, ChunkRepr)>,
+    array_to_bytes: ArrayToBytesCodec,
+    /// The representation the array->bytes codec encodes.
+    array_to_bytes_repr: ChunkRepr,
+    bytes_to_bytes: Vec<BytesToBytesCodec>,
+    /// Size of the bytes each bytes->bytes codec decodes to, when fixed.
+    decoded_sizes: Vec<Option<usize>>,
+    decoded_repr: ChunkRepr,
+}
+
+impl CodecChain {
+    /// Build the chain described by a `codecs` list for chunks of `repr`.
+    pub fn from_json(codecs: &Value, repr: &ChunkRepr) -> Result<Self> {
+        let list = codecs
+            .as_array()
+            .ok_or_else(|| corrupt(format!("codecs {codecs} is not a list")))?;
+        let mut array_to_array = Vec::new();
+        let mut array_to_bytes = None;
+        let mut bytes_to_bytes = Vec::new();
+        let mut current = repr.clone();
+        for codec in list {
+            let (name, config) = name_and_configuration(codec, "codec")?;
+            if let Some(a2a) = ArrayToArrayCodec::from_json(name, config, &current)? {
+                if array_to_bytes.is_some() {
+                    return Err(corrupt(format!(
+                        "codecs: array->array codec \"{name}\" after the array->bytes codec"
+                    )));
+                }
+                let next = a2a.encoded_repr(&current);
+                array_to_array.push((a2a, current));
+                current = next;
+            } else if let Some(a2b) = ArrayToBytesCodec::from_json(name, config, &current)? {
+                if array_to_bytes.is_some() {
+                    return Err(corrupt(format!(
+                        "codecs: a second array->bytes codec \"{name}\""
+                    )));
+                }
+                array_to_bytes = Some(a2b);
+            } else if let Some(b2b) = BytesToBytesCodec::from_json(name, config)? {
+                if array_to_bytes.is_none() {
+                    return Err(corrupt(format!(
+                        "codecs: bytes->bytes codec \"{name}\" before the array->bytes codec"
+                    )));
+                }
+                bytes_to_bytes.push(b2b);
+            } else {
+                return Err(Error::Unsupported(format!("codec \"{name}\"")));
+            }
+        }
+        let array_to_bytes = array_to_bytes
+            .ok_or_else(|| corrupt(format!("codecs {codecs} has no array->bytes codec")))?;
+        let mut decoded_sizes = Vec::with_capacity(bytes_to_bytes.len());
+        let mut size = array_to_bytes.encoded_size(&current);
+        for b2b in &bytes_to_bytes {
+            decoded_sizes.push(size);
+            size = size.and_then(|s| b2b.encoded_size(s));
+        }
+        Ok(Self {
+            array_to_array,
+            array_to_bytes,
+            array_to_bytes_repr: current,
+            bytes_to_bytes,
+            decoded_sizes,
+            decoded_repr: repr.clone(),
+        })
+    }
+
+    /// The representation this chain decodes to.
+    pub fn decoded_repr(&self) -> &ChunkRepr {
+        &self.decoded_repr
+    }
+
+    /// The encoded size, when every codec's output size is fixed.
+    pub fn encoded_size(&self) -> Option<usize> {
+        let mut size = self
+            .array_to_bytes
+            .encoded_size(&self.array_to_bytes_repr)?;
+        for b2b in &self.bytes_to_bytes {
+            size = b2b.encoded_size(size)?;
+        }
+        Some(size)
+    }
+
+    /// The sharding codec, when it is the whole chain (no other codec around
+    /// it), so that inner chunks can be read from byte ranges of the shard.
+    pub fn partial_sharding(&self) -> Option<&ShardingCodec> {
+        match &self.array_to_bytes {
+            ArrayToBytesCodec::Sharding(s)
+                if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() =>
+            {
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    /// The shape of the smallest independently decodable unit: the inner
+    /// chunk when sharded (recursively), else the chunk.
+    pub fn read_chunk_shape(&self) -> Vec<u64> {
+        match self.partial_sharding() {
+            Some(s) => s.inner_codecs().read_chunk_shape(),
+            None => self.decoded_repr.shape.clone(),
+        }
+    }
+
+    /// Decode an encoded chunk into its C-order, little-endian elements.
+    ///
+    /// Errors are [`Error::Corrupt`] without a key; callers attach it.
+    pub fn decode(&self, encoded: Bytes) -> Result<Bytes> {
+        let mut bytes = encoded;
+        for (b2b, size) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).rev() {
+            bytes = b2b.decode(bytes, *size)?;
+        }
+        let mut array = self
+            .array_to_bytes
+            .decode(bytes, &self.array_to_bytes_repr)?;
+        for (a2a, repr) in self.array_to_array.iter().rev() {
+            array = a2a.decode(array, repr)?;
+        }
+        Ok(array)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn repr(shape: &[u64], dt: DataType) -> ChunkRepr {
+        ChunkRepr::new(shape.to_vec(), dt, vec![0; dt.size()])
+    }
+
+    #[test]
+    fn chain_order_is_enforced() {
+        let r = repr(&[4], DataType::UInt16);
+        let bad = [
+            json!([]),
+            json!([{"name": "gzip", "configuration": {"level": 1}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
+            json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
+            json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "transpose", "configuration": {"order": [0]}}]),
+        ];
+        for codecs in bad {
+            assert!(
+                matches!(
+                    CodecChain::from_json(&codecs, &r),
+                    Err(Error::Corrupt { .. })
+                ),
+                "{codecs}"
+            );
+        }
+        let unknown = json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "foo_codec"}]);
+        let err = CodecChain::from_json(&unknown, &r).unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported(m) if m.contains("foo_codec")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bare_name_codecs_are_accepted() {
+        let r = repr(&[4], DataType::UInt8);
+        let chain = CodecChain::from_json(&json!(["bytes", "crc32c"]), &r).unwrap();
+        assert_eq!(chain.encoded_size(), Some(8));
+    }
+}

@@ -1,0 +1,202 @@
+//! Copying a strided block between two C-order arrays of elements.
+//!
+//! This is the one place that moves decoded elements: from a decoded chunk
+//! into a shard, and from a decoded chunk into a response buffer. Trailing
+//! dimensions that are contiguous in both arrays are merged into one
+//! `copy_from_slice`, so whole rows (or whole chunks) move without
+//! per-element work.
+
+/// A block to copy: for each dimension `d`, `count[d]` positions, read from
+/// `src_start[d] + k * src_step[d]` and written to `dst_start[d] + k`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// First source index per dimension.
+    pub src_start: Vec<u64>,
+    /// Source step per dimension (may be negative).
+    pub src_step: Vec<i64>,
+    /// First destination index per dimension.
+    pub dst_start: Vec<u64>,
+    /// Positions per dimension.
+    pub count: Vec<u64>,
+}
+
+fn c_strides(shape: &[u64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1] as i64;
+    }
+    strides
+}
+
+/// Copy `block` from `src` (shape `src_shape`) into `dst` (shape `dst_shape`);
+/// `src = None` writes `fill` (one element's bytes) instead.
+pub fn copy_block(
+    src: Option<&[u8]>,
+    src_shape: &[u64],
+    dst: &mut [u8],
+    dst_shape: &[u64],
+    block: &Block,
+    fill: &[u8],
+) {
+    let size = fill.len();
+    let rank = block.count.len();
+    if block.count.contains(&0) {
+        return;
+    }
+    let src_strides = c_strides(src_shape);
+    let dst_strides = c_strides(dst_shape);
+    // Merge trailing dimensions into one contiguous run where both sides allow.
+    let mut run_dims = 0;
+    let mut run = 1u64;
+    if rank > 0 && block.src_step[rank - 1] == 1 {
+        run_dims = 1;
+        run = block.count[rank - 1];
+        while run_dims < rank {
+            let d = rank - run_dims;
+            let full =
+                (d..rank).all(|i| block.count[i] == src_shape[i] && block.count[i] == dst_shape[i]);
+            if !full || block.src_step[d - 1] != 1 {
+                break;
+            }
+            run *= block.count[d - 1];
+            run_dims += 1;
+        }
+    }
+    let outer = rank - run_dims;
+    let base = |starts: &[u64], strides: &[i64]| -> i64 {
+        (outer..rank).map(|d| starts[d] as i64 * strides[d]).sum()
+    };
+    let run_bytes = run as usize * size;
+    let mut src_off = base(&block.src_start, &src_strides);
+    let mut dst_off = base(&block.dst_start, &dst_strides);
+    for d in 0..outer {
+        src_off += block.src_start[d] as i64 * src_strides[d];
+        dst_off += block.dst_start[d] as i64 * dst_strides[d];
+    }
+    let mut index = vec![0u64; outer];
+    loop {
+        let (s, t) = (src_off as usize * size, dst_off as usize * size);
+        match src {
+            Some(src) => dst[t..t + run_bytes].copy_from_slice(&src[s..s + run_bytes]),
+            None => fill_run(&mut dst[t..t + run_bytes], fill),
+        }
+        // Advance the outer multi-index (C order).
+        let mut d = outer;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            index[d] += 1;
+            src_off += block.src_step[d] * src_strides[d];
+            dst_off += dst_strides[d];
+            if index[d] < block.count[d] {
+                break;
+            }
+            src_off -= block.src_step[d] * src_strides[d] * index[d] as i64;
+            dst_off -= dst_strides[d] * index[d] as i64;
+            index[d] = 0;
+        }
+    }
+}
+
+fn fill_run(dst: &mut [u8], fill: &[u8]) {
+    if fill.iter().all(|b| *b == fill[0]) {
+        dst.fill(fill[0]);
+    } else {
+        for element in dst.chunks_exact_mut(fill.len()) {
+            element.copy_from_slice(fill);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference: element by element.
+    fn reference(src: &[u8], src_shape: &[u64], dst: &mut [u8], dst_shape: &[u64], b: &Block) {
+        let ss = c_strides(src_shape);
+        let ds = c_strides(dst_shape);
+        let total: u64 = b.count.iter().product();
+        for linear in 0..total {
+            let mut rem = linear;
+            let (mut s, mut t) = (0i64, 0i64);
+            for d in (0..b.count.len()).rev() {
+                let k = (rem % b.count[d]) as i64;
+                rem /= b.count[d];
+                s += (b.src_start[d] as i64 + k * b.src_step[d]) * ss[d];
+                t += (b.dst_start[d] as i64 + k) * ds[d];
+            }
+            dst[t as usize] = src[s as usize];
+        }
+    }
+
+    #[test]
+    fn matches_reference_for_assorted_blocks() {
+        let src_shape = [4u64, 5, 6];
+        let src: Vec<u8> = (0..120u8).collect();
+        let cases = [
+            Block {
+                src_start: vec![0, 0, 0],
+                src_step: vec![1, 1, 1],
+                dst_start: vec![0, 0, 0],
+                count: vec![4, 5, 6],
+            },
+            Block {
+                src_start: vec![1, 2, 3],
+                src_step: vec![1, 1, 1],
+                dst_start: vec![0, 1, 0],
+                count: vec![2, 3, 3],
+            },
+            Block {
+                src_start: vec![3, 4, 5],
+                src_step: vec![-1, -2, -1],
+                dst_start: vec![0, 0, 1],
+                count: vec![4, 3, 5],
+            },
+            Block {
+                src_start: vec![0, 0, 0],
+                src_step: vec![2, 1, 1],
+                dst_start: vec![1, 0, 0],
+                count: vec![2, 5, 6],
+            },
+            Block {
+                src_start: vec![0, 1, 0],
+                src_step: vec![1, 1, 3],
+                dst_start: vec![0, 0, 0],
+                count: vec![4, 4, 2],
+            },
+        ];
+        for b in cases {
+            let dst_shape = [4u64, 5, 6];
+            let mut fast = vec![0u8; 120];
+            let mut slow = vec![0u8; 120];
+            copy_block(Some(&src), &src_shape, &mut fast, &dst_shape, &b, &[0]);
+            reference(&src, &src_shape, &mut slow, &dst_shape, &b);
+            assert_eq!(fast, slow, "{b:?}");
+        }
+    }
+
+    #[test]
+    fn fills_multibyte_and_zero_d() {
+        let mut dst = vec![0u8; 8];
+        let b = Block {
+            src_start: vec![1],
+            src_step: vec![1],
+            dst_start: vec![1],
+            count: vec![2],
+        };
+        copy_block(None, &[4], &mut dst, &[4], &b, &[1, 2]);
+        assert_eq!(dst, [0, 0, 1, 2, 1, 2, 0, 0]);
+        let mut scalar = vec![0u8; 2];
+        let b0 = Block {
+            src_start: vec![],
+            src_step: vec![],
+            dst_start: vec![],
+            count: vec![],
+        };
+        copy_block(Some(&[7, 9]), &[], &mut scalar, &[], &b0, &[0, 0]);
+        assert_eq!(scalar, [7, 9]);
+    }
+}

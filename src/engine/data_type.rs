@@ -1,0 +1,329 @@
+//! Zarr v3 data types and fill values.
+//!
+//! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/core/v3.0.html#data-types>.
+//! In memory every element is stored little-endian; complex numbers are
+//! (real, imaginary) pairs; `bool` is one byte 0/1; `r<bits>` is raw bytes.
+
+use serde_json::Value;
+
+use super::error::{Error, Result};
+
+/// A core data type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DataType {
+    /// `bool`, one byte 0 or 1.
+    Bool,
+    /// `int8`
+    Int8,
+    /// `int16`
+    Int16,
+    /// `int32`
+    Int32,
+    /// `int64`
+    Int64,
+    /// `uint8`
+    UInt8,
+    /// `uint16`
+    UInt16,
+    /// `uint32`
+    UInt32,
+    /// `uint64`
+    UInt64,
+    /// `float16`
+    Float16,
+    /// `float32`
+    Float32,
+    /// `float64`
+    Float64,
+    /// `complex64`: two float32.
+    Complex64,
+    /// `complex128`: two float64.
+    Complex128,
+    /// `r<bits>`: raw bits, a multiple of 8.
+    Raw(usize),
+}
+
+impl DataType {
+    /// Parse the `data_type` field of `zarr.json`.
+    pub fn from_json(value: &Value) -> Result<Self> {
+        let Some(name) = value.as_str() else {
+            return Err(Error::Unsupported(format!(
+                "data_type {value} (only core data types named by a string are supported)"
+            )));
+        };
+        Ok(match name {
+            "bool" => DataType::Bool,
+            "int8" => DataType::Int8,
+            "int16" => DataType::Int16,
+            "int32" => DataType::Int32,
+            "int64" => DataType::Int64,
+            "uint8" => DataType::UInt8,
+            "uint16" => DataType::UInt16,
+            "uint32" => DataType::UInt32,
+            "uint64" => DataType::UInt64,
+            "float16" => DataType::Float16,
+            "float32" => DataType::Float32,
+            "float64" => DataType::Float64,
+            "complex64" => DataType::Complex64,
+            "complex128" => DataType::Complex128,
+            raw if raw.starts_with('r') => {
+                let bits: usize = raw[1..]
+                    .parse()
+                    .ok()
+                    .filter(|b| *b > 0 && b % 8 == 0 && !raw[1..].starts_with('0'))
+                    .ok_or_else(|| Error::Unsupported(format!("data_type \"{raw}\"")))?;
+                DataType::Raw(bits)
+            }
+            other => return Err(Error::Unsupported(format!("data_type \"{other}\""))),
+        })
+    }
+
+    /// The name as written in `zarr.json`.
+    pub fn name(&self) -> String {
+        match self {
+            DataType::Bool => "bool".into(),
+            DataType::Int8 => "int8".into(),
+            DataType::Int16 => "int16".into(),
+            DataType::Int32 => "int32".into(),
+            DataType::Int64 => "int64".into(),
+            DataType::UInt8 => "uint8".into(),
+            DataType::UInt16 => "uint16".into(),
+            DataType::UInt32 => "uint32".into(),
+            DataType::UInt64 => "uint64".into(),
+            DataType::Float16 => "float16".into(),
+            DataType::Float32 => "float32".into(),
+            DataType::Float64 => "float64".into(),
+            DataType::Complex64 => "complex64".into(),
+            DataType::Complex128 => "complex128".into(),
+            DataType::Raw(bits) => format!("r{bits}"),
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(&self) -> usize {
+        match self {
+            DataType::Bool | DataType::Int8 | DataType::UInt8 => 1,
+            DataType::Int16 | DataType::UInt16 | DataType::Float16 => 2,
+            DataType::Int32 | DataType::UInt32 | DataType::Float32 => 4,
+            DataType::Int64 | DataType::UInt64 | DataType::Float64 | DataType::Complex64 => 8,
+            DataType::Complex128 => 16,
+            DataType::Raw(bits) => bits / 8,
+        }
+    }
+
+    /// The size of the unit that endianness applies to (the component of a
+    /// complex number); 1 where byte order does not apply.
+    pub fn swap_unit(&self) -> usize {
+        match self {
+            DataType::Complex64 => 4,
+            DataType::Complex128 => 8,
+            DataType::Raw(_) => 1,
+            other => other.size(),
+        }
+    }
+
+    /// Parse a fill value in any JSON form the spec and real writers use,
+    /// returning one element's little-endian bytes.
+    pub fn fill_value_from_json(&self, value: &Value) -> Result<Vec<u8>> {
+        let bad =
+            || Error::Unsupported(format!("fill_value {value} for data_type {}", self.name()));
+        let bytes = match self {
+            DataType::Bool => vec![value.as_bool().ok_or_else(bad)? as u8],
+            DataType::Int8 => (int_value(value, i8::MIN as i128, i8::MAX as i128).ok_or_else(bad)?
+                as i8)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::Int16 => (int_value(value, i16::MIN as i128, i16::MAX as i128)
+                .ok_or_else(bad)? as i16)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::Int32 => (int_value(value, i32::MIN as i128, i32::MAX as i128)
+                .ok_or_else(bad)? as i32)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::Int64 => (int_value(value, i64::MIN as i128, i64::MAX as i128)
+                .ok_or_else(bad)? as i64)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::UInt8 => (int_value(value, 0, u8::MAX as i128).ok_or_else(bad)? as u8)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::UInt16 => (int_value(value, 0, u16::MAX as i128).ok_or_else(bad)? as u16)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::UInt32 => (int_value(value, 0, u32::MAX as i128).ok_or_else(bad)? as u32)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::UInt64 => (int_value(value, 0, u64::MAX as i128).ok_or_else(bad)? as u64)
+                .to_le_bytes()
+                .to_vec(),
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+                float_bytes(value, self.size()).ok_or_else(bad)?
+            }
+            DataType::Complex64 | DataType::Complex128 => {
+                let parts = value.as_array().filter(|a| a.len() == 2).ok_or_else(bad)?;
+                let half = self.size() / 2;
+                let mut out = float_bytes(&parts[0], half).ok_or_else(bad)?;
+                out.extend(float_bytes(&parts[1], half).ok_or_else(bad)?);
+                out
+            }
+            DataType::Raw(bits) => raw_bytes(value, bits / 8).ok_or_else(bad)?,
+        };
+        Ok(bytes)
+    }
+}
+
+/// An integer fill value in `[min, max]`; integral floats are accepted.
+fn int_value(value: &Value, min: i128, max: i128) -> Option<i128> {
+    let n = value.as_number()?;
+    let v = if let Some(i) = n.as_i64() {
+        i as i128
+    } else if let Some(u) = n.as_u64() {
+        u as i128
+    } else {
+        let f = n.as_f64()?;
+        if f.fract() != 0.0 || !f.is_finite() || f.abs() > 1.8e19 {
+            return None;
+        }
+        f as i128
+    };
+    (min..=max).contains(&v).then_some(v)
+}
+
+/// A float of `size` bytes from a number, `"NaN"`, `"Infinity"`,
+/// `"-Infinity"` or a hex string of the exact bits.
+fn float_bytes(value: &Value, size: usize) -> Option<Vec<u8>> {
+    let f = match value {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => match s.as_str() {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            hex if hex.starts_with("0x") => {
+                let digits = &hex[2..];
+                if digits.len() != size * 2 {
+                    return None;
+                }
+                let bits = u64::from_str_radix(digits, 16).ok()?;
+                return Some(bits.to_le_bytes()[..size].to_vec());
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(match size {
+        2 => half::f16::from_f64(f).to_le_bytes().to_vec(),
+        4 => (f as f32).to_le_bytes().to_vec(),
+        8 => f.to_le_bytes().to_vec(),
+        _ => return None,
+    })
+}
+
+/// Raw fill values: an array of byte values, or a hex string of the bytes.
+fn raw_bytes(value: &Value, size: usize) -> Option<Vec<u8>> {
+    match value {
+        Value::Array(items) if items.len() == size => items
+            .iter()
+            .map(|v| v.as_u64().filter(|b| *b < 256).map(|b| b as u8))
+            .collect(),
+        Value::String(s) if s.starts_with("0x") && s.len() == 2 + size * 2 => {
+            hex::decode(&s[2..]).ok()
+        }
+        Value::Number(_) if size == 1 => Some(vec![u8::try_from(value.as_u64()?).ok()?]),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fill(dt: &str, v: Value) -> Result<Vec<u8>> {
+        DataType::from_json(&json!(dt))?.fill_value_from_json(&v)
+    }
+
+    #[test]
+    fn parses_every_core_type() {
+        for (name, size) in [
+            ("bool", 1),
+            ("int8", 1),
+            ("int16", 2),
+            ("int32", 4),
+            ("int64", 8),
+            ("uint8", 1),
+            ("uint16", 2),
+            ("uint32", 4),
+            ("uint64", 8),
+            ("float16", 2),
+            ("float32", 4),
+            ("float64", 8),
+            ("complex64", 8),
+            ("complex128", 16),
+            ("r24", 3),
+        ] {
+            let dt = DataType::from_json(&json!(name)).unwrap();
+            assert_eq!(dt.size(), size, "{name}");
+            assert_eq!(dt.name(), name);
+        }
+        for bad in ["int3", "r0", "r7", "r", "string", "r08"] {
+            assert!(
+                matches!(DataType::from_json(&json!(bad)), Err(Error::Unsupported(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn fill_values_keep_bits() {
+        assert_eq!(
+            fill("float32", json!("0x7fc00001")).unwrap(),
+            0x7fc00001u32.to_le_bytes()
+        );
+        assert_eq!(
+            fill("float32", json!("NaN")).unwrap(),
+            f32::NAN.to_le_bytes()
+        );
+        assert_eq!(
+            fill("float64", json!("-Infinity")).unwrap(),
+            f64::NEG_INFINITY.to_le_bytes()
+        );
+        assert_eq!(
+            fill("float64", json!(-0.0)).unwrap(),
+            (-0.0f64).to_le_bytes()
+        );
+        assert_eq!(
+            fill("float16", json!(1.5)).unwrap(),
+            half::f16::from_f32(1.5).to_le_bytes()
+        );
+        assert_eq!(
+            fill("uint64", json!(u64::MAX)).unwrap(),
+            u64::MAX.to_le_bytes()
+        );
+        assert_eq!(
+            fill("int64", json!(i64::MIN)).unwrap(),
+            i64::MIN.to_le_bytes()
+        );
+        assert_eq!(fill("bool", json!(true)).unwrap(), [1]);
+        let c = fill("complex64", json!(["NaN", 2.0])).unwrap();
+        assert_eq!(&c[..4], f32::NAN.to_le_bytes());
+        assert_eq!(&c[4..], 2.0f32.to_le_bytes());
+        assert_eq!(fill("r16", json!([1, 255])).unwrap(), [1, 255]);
+    }
+
+    #[test]
+    fn bad_fill_values_name_the_value() {
+        for (dt, v) in [
+            ("uint8", json!(256)),
+            ("int8", json!(-129)),
+            ("bool", json!(0)),
+            ("float32", json!("0x7fc0")),
+            ("complex64", json!(1.0)),
+            ("r16", json!([1])),
+            ("int32", json!(1.5)),
+        ] {
+            let err = fill(dt, v.clone()).unwrap_err().to_string();
+            assert!(err.contains(&v.to_string()), "{err}");
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Datasets and their node hierarchy: opening nodes and listing children.
+//!
+//! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/core/v3.0.html#hierarchy>.
+//! A node at path `a/b` has its metadata at key `a/b/zarr.json`. A directory
+//! without `zarr.json` that has nodes below it is an implicit group.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::cache::Caches;
+use super::error::{Error, Result};
+use super::metadata::{ArrayMetadata, NodeMetadata};
+use super::read::ReadOptions;
+use crate::storage::{join, validate_key, ByteRange, Store};
+
+/// A node of the hierarchy.
+#[derive(Debug)]
+pub struct Node {
+    /// Path without the leading `/` (`""` for the root).
+    pub path: String,
+    /// Its metadata; `None` for an implicit group.
+    pub metadata: Option<NodeMetadata>,
+    /// The ETag of its `zarr.json`.
+    pub etag: Option<String>,
+}
+
+impl Node {
+    /// `"array"` or `"group"`.
+    pub fn node_type(&self) -> &'static str {
+        match self.metadata {
+            Some(NodeMetadata::Array { .. }) => "array",
+            _ => "group",
+        }
+    }
+
+    /// The readable array at this node, or why there is none.
+    pub fn array(&self) -> Result<&ArrayMetadata> {
+        match &self.metadata {
+            Some(NodeMetadata::Array {
+                parsed: Ok(meta), ..
+            }) => Ok(meta),
+            Some(NodeMetadata::Array {
+                parsed: Err(reason),
+                ..
+            }) => Err(unreadable(reason, &self.path)),
+            _ => Err(Error::InvalidRequest(format!(
+                "node '/{}' is a group, not an array",
+                self.path
+            ))),
+        }
+    }
+}
+
+/// Parsing kept the reason as text; classify it back for the caller.
+fn unreadable(reason: &str, path: &str) -> Error {
+    match reason.strip_prefix("unsupported: ") {
+        Some(what) => Error::Unsupported(format!("array '/{path}': {what}")),
+        None => Error::corrupt(join(path, "zarr.json"), reason.to_string()),
+    }
+}
+
+/// A child entry of a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Child {
+    /// Last path segment.
+    pub name: String,
+    /// Path without the leading `/`.
+    pub path: String,
+    /// `"array"` or `"group"`.
+    pub node_type: &'static str,
+}
+
+/// A named Zarr hierarchy root in a store.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// Name in URLs.
+    pub name: Arc<str>,
+    /// Human description.
+    pub description: Option<String>,
+    pub(crate) store: Store,
+    pub(crate) caches: Caches,
+    pub(crate) read_options: ReadOptions,
+}
+
+impl Dataset {
+    /// A dataset over `store` using the shared `caches`.
+    pub fn new(
+        name: &str,
+        description: Option<String>,
+        store: Store,
+        caches: Caches,
+        read_options: ReadOptions,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description,
+            store,
+            caches,
+            read_options,
+        }
+    }
+
+    /// The dataset's store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Normalise a node path from a URL (`/a/b`, `a/b/`, `""`) and validate it.
+    pub fn node_path(path: &str) -> Result<String> {
+        let trimmed = path.trim_matches('/');
+        validate_key(trimmed)
+            .map_err(|e| Error::InvalidRequest(format!("invalid node path: {e}")))?;
+        Ok(trimmed.to_string())
+    }
+
+    /// The node at `path` (normalised), from the metadata cache or the store.
+    pub async fn node(&self, path: &str) -> Result<Arc<Node>> {
+        let path = Self::node_path(path)?;
+        let key = (self.name.clone(), path.clone());
+        if let Some(node) = self.caches.nodes.get(&key).await {
+            self.caches.node_stats.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(node);
+        }
+        self.caches
+            .node_stats
+            .misses
+            .fetch_add(1, Ordering::Relaxed);
+        let node = Arc::new(self.load_node(&path).await?);
+        self.caches.nodes.insert(key, node.clone()).await;
+        Ok(node)
+    }
+
+    async fn load_node(&self, path: &str) -> Result<Node> {
+        let meta_key = join(path, "zarr.json");
+        match self.store.get(&meta_key, ByteRange::All, None).await? {
+            Some(read) => Ok(Node {
+                path: path.to_string(),
+                metadata: Some(NodeMetadata::parse(&read.data, &meta_key)?),
+                etag: read.info.etag,
+            }),
+            None if self.has_descendant_node(path).await? => Ok(Node {
+                path: path.to_string(),
+                metadata: None,
+                etag: None,
+            }),
+            None => Err(Error::NotFound(format!(
+                "no node '/{path}' in dataset '{}'",
+                self.name
+            ))),
+        }
+    }
+
+    /// Whether any `zarr.json` lies below `path` (an implicit group).
+    async fn has_descendant_node(&self, path: &str) -> Result<bool> {
+        let (dirs, _) = self.store.list_dir(path).await?;
+        // Breadth-first over directories, bounded so a huge chunk tree cannot stall a request.
+        let mut queue: std::collections::VecDeque<String> =
+            dirs.into_iter().map(|d| join(path, &d)).collect();
+        let mut visited = 0;
+        while let Some(dir) = queue.pop_front() {
+            visited += 1;
+            if visited > 1000 {
+                return Ok(false);
+            }
+            let (dirs, files) = self.store.list_dir(&dir).await?;
+            if files.iter().any(|f| f == "zarr.json") {
+                return Ok(true);
+            }
+            queue.extend(dirs.into_iter().map(|d| join(&dir, &d)));
+        }
+        Ok(false)
+    }
+
+    /// The children of the group at `path`, sorted by name.
+    pub async fn children(&self, path: &str) -> Result<Vec<Child>> {
+        let (dirs, _) = self.store.list_dir(path).await?;
+        let lookups = dirs
+            .into_iter()
+            .filter(|d| validate_key(d).is_ok())
+            .map(|name| async move {
+                let child_path = join(path, &name);
+                match self.node(&child_path).await {
+                    Ok(node) => Ok(Some(Child {
+                        name,
+                        path: child_path,
+                        node_type: node.node_type(),
+                    })),
+                    // Not a Zarr v3 node (no metadata below it, or unparseable): not a child.
+                    Err(Error::NotFound(_) | Error::Corrupt { .. } | Error::Unsupported(_)) => {
+                        Ok(None)
+                    }
+                    Err(e) => Err(e),
+                }
+            });
+        let results: Vec<Result<Option<Child>>> =
+            futures::stream::iter(lookups).buffered(16).collect().await;
+        let mut children: Vec<Child> = results
+            .into_iter()
+            .filter_map(Result::transpose)
+            .collect::<Result<_>>()?;
+        children.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        Ok(children)
+    }
+
+    /// The raw `zarr.json` of a node, for documents.
+    pub fn raw_metadata(node: &Node) -> Option<&Value> {
+        node.metadata.as_ref().map(NodeMetadata::raw)
+    }
+}

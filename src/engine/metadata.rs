@@ -1,0 +1,313 @@
+//! `zarr.json` documents: parsing and validation of array and group metadata.
+//!
+//! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/core/v3.0.html#metadata>.
+//! Every rejection names the field and the value. Unknown names (codecs, data
+//! types, grids, extensions) are [`Error::Unsupported`]; malformed structure is
+//! [`Error::Corrupt`] naming the metadata key.
+
+use serde_json::{Map, Value};
+
+use super::chunk_grid::RegularChunkGrid;
+use super::chunk_key_encoding::ChunkKeyEncoding;
+use super::codec::CodecChain;
+use super::data_type::DataType;
+use super::error::{corrupt, Error, Result};
+
+/// The parsed `zarr.json` of a node, with the document kept verbatim.
+#[derive(Debug, Clone)]
+pub enum NodeMetadata {
+    /// An array; `parsed` holds why it cannot be read, if it cannot.
+    Array {
+        /// `zarr.json` verbatim.
+        raw: Value,
+        /// The validated metadata, or why the array is unreadable.
+        parsed: std::result::Result<Box<ArrayMetadata>, String>,
+    },
+    /// A group.
+    Group {
+        /// `zarr.json` verbatim.
+        raw: Value,
+    },
+}
+
+impl NodeMetadata {
+    /// Parse a `zarr.json` document stored under `key`.
+    ///
+    /// Fails only when the document is not a Zarr v3 node at all; an array
+    /// that uses unsupported features parses with `parsed: Err(reason)`.
+    pub fn parse(bytes: &[u8], key: &str) -> Result<Self> {
+        let raw: Value = serde_json::from_slice(bytes)
+            .map_err(|e| Error::corrupt(key, format!("zarr.json is not valid JSON: {e}")))?;
+        let obj = raw
+            .as_object()
+            .ok_or_else(|| Error::corrupt(key, "zarr.json is not a JSON object"))?;
+        match obj.get("zarr_format") {
+            Some(v) if v.as_u64() == Some(3) => {}
+            Some(v) => {
+                return Err(Error::Unsupported(format!(
+                    "zarr_format {v} (only 3 is supported)"
+                )))
+            }
+            None => return Err(Error::corrupt(key, "zarr.json has no zarr_format")),
+        }
+        match obj.get("node_type").and_then(Value::as_str) {
+            Some("group") => Ok(NodeMetadata::Group { raw }),
+            Some("array") => {
+                let parsed = ArrayMetadata::from_json(&raw)
+                    .map(Box::new)
+                    .map_err(|e| e.to_string());
+                Ok(NodeMetadata::Array { raw, parsed })
+            }
+            _ => Err(Error::corrupt(
+                key,
+                format!(
+                    "node_type {} is neither \"array\" nor \"group\"",
+                    obj.get("node_type").unwrap_or(&Value::Null)
+                ),
+            )),
+        }
+    }
+
+    /// The document verbatim.
+    pub fn raw(&self) -> &Value {
+        match self {
+            NodeMetadata::Array { raw, .. } | NodeMetadata::Group { raw } => raw,
+        }
+    }
+}
+
+/// Validated metadata of an array, with its codec chain built.
+#[derive(Debug, Clone)]
+pub struct ArrayMetadata {
+    /// Array shape.
+    pub shape: Vec<u64>,
+    /// Element type.
+    pub data_type: DataType,
+    /// The chunk grid.
+    pub chunk_grid: RegularChunkGrid,
+    /// How chunk coordinates become keys.
+    pub chunk_key_encoding: ChunkKeyEncoding,
+    /// One element's little-endian bytes.
+    pub fill_value: Vec<u8>,
+    /// The codec chain, resolved for the chunk shape.
+    pub codecs: CodecChain,
+    /// `dimension_names`, if present.
+    pub dimension_names: Option<Vec<Option<String>>>,
+}
+
+const ARRAY_FIELDS: &[&str] = &[
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "dimension_names",
+    "storage_transformers",
+];
+
+impl ArrayMetadata {
+    /// Validate an array's `zarr.json`.
+    pub fn from_json(raw: &Value) -> Result<Self> {
+        let obj = raw
+            .as_object()
+            .ok_or_else(|| corrupt("zarr.json is not an object"))?;
+        check_extensions(obj, ARRAY_FIELDS)?;
+        let field = |name: &str| {
+            obj.get(name)
+                .ok_or_else(|| corrupt(format!("array metadata has no {name}")))
+        };
+        let shape = u64_list(field("shape")?, "shape")?;
+        let data_type = DataType::from_json(field("data_type")?)?;
+        let chunk_grid = RegularChunkGrid::from_json(field("chunk_grid")?, shape.len())?;
+        let chunk_key_encoding = ChunkKeyEncoding::from_json(field("chunk_key_encoding")?)?;
+        let fill_value = data_type.fill_value_from_json(field("fill_value")?)?;
+        if let Some(st) = obj.get("storage_transformers") {
+            match st.as_array() {
+                Some(list) if list.is_empty() => {}
+                _ => return Err(Error::Unsupported(format!("storage_transformers {st}"))),
+            }
+        }
+        let dimension_names = match obj.get("dimension_names") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(dimension_names(v, shape.len())?),
+        };
+        if let Some(attrs) = obj.get("attributes") {
+            if !attrs.is_object() {
+                return Err(corrupt(format!("attributes {attrs} is not an object")));
+            }
+        }
+        let codecs = CodecChain::from_json(
+            field("codecs")?,
+            &super::codec::ChunkRepr::new(
+                chunk_grid.chunk_shape.clone(),
+                data_type,
+                fill_value.clone(),
+            ),
+        )?;
+        Ok(Self {
+            shape,
+            data_type,
+            chunk_grid,
+            chunk_key_encoding,
+            fill_value,
+            codecs,
+            dimension_names,
+        })
+    }
+}
+
+/// Unknown top-level fields make a node unsupported unless they are objects
+/// with `"must_understand": false`.
+fn check_extensions(obj: &Map<String, Value>, known: &[&str]) -> Result<()> {
+    for (name, value) in obj {
+        if known.contains(&name.as_str()) {
+            continue;
+        }
+        let optional = value.get("must_understand").and_then(Value::as_bool) == Some(false);
+        if !optional {
+            return Err(Error::Unsupported(format!(
+                "metadata field \"{name}\" must be understood and is not supported"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn dimension_names(value: &Value, rank: usize) -> Result<Vec<Option<String>>> {
+    let list = value
+        .as_array()
+        .filter(|l| l.len() == rank)
+        .ok_or_else(|| {
+            corrupt(format!(
+                "dimension_names {value} is not a list of {rank} names"
+            ))
+        })?;
+    list.iter()
+        .map(|v| match v {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            other => Err(corrupt(format!(
+                "dimension_names entry {other} is neither a string nor null"
+            ))),
+        })
+        .collect()
+}
+
+/// A list of non-negative integers, naming `field` in the error.
+pub(crate) fn u64_list(value: &Value, field: &str) -> Result<Vec<u64>> {
+    let bad = || {
+        corrupt(format!(
+            "{field} {value} is not a list of non-negative integers"
+        ))
+    };
+    value
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|v| v.as_u64().ok_or_else(bad))
+        .collect()
+}
+
+/// The `name` and `configuration` of an extension point (`chunk_grid`,
+/// `chunk_key_encoding`, a codec), given either as an object or a bare name.
+pub(crate) fn name_and_configuration<'a>(
+    value: &'a Value,
+    field: &str,
+) -> Result<(&'a str, Option<&'a Map<String, Value>>)> {
+    match value {
+        Value::String(name) => Ok((name, None)),
+        Value::Object(obj) => {
+            let name = obj
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| corrupt(format!("{field} {value} has no name")))?;
+            let config = match obj.get("configuration") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(c)) => Some(c),
+                Some(other) => {
+                    return Err(corrupt(format!(
+                        "{field} configuration {other} is not an object"
+                    )))
+                }
+            };
+            Ok((name, config))
+        }
+        other => Err(corrupt(format!(
+            "{field} {other} is neither a name nor an object"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn array(extra: Value) -> Value {
+        let mut base = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [10, 20], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [5, 5]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        base
+    }
+
+    fn reason(v: Value) -> String {
+        match NodeMetadata::parse(&serde_json::to_vec(&v).unwrap(), "a/zarr.json").unwrap() {
+            NodeMetadata::Array { parsed: Err(r), .. } => r,
+            NodeMetadata::Array { parsed: Ok(_), .. } => String::new(),
+            NodeMetadata::Group { .. } => panic!("group"),
+        }
+    }
+
+    #[test]
+    fn valid_array_parses() {
+        assert_eq!(reason(array(json!({}))), "");
+        assert_eq!(
+            reason(array(json!({"ext": {"must_understand": false}}))),
+            ""
+        );
+        assert_eq!(reason(array(json!({"storage_transformers": []}))), "");
+    }
+
+    #[test]
+    fn rejections_name_field_and_value() {
+        assert!(reason(array(json!({"ext": {"must_understand": true}}))).contains("\"ext\""));
+        assert!(reason(array(json!({"ext": 1}))).contains("\"ext\""));
+        assert!(reason(array(json!({"data_type": "int3"}))).contains("int3"));
+        assert!(reason(array(json!({"shape": [10, -1]}))).contains("[10,-1]"));
+        assert!(
+            reason(array(json!({"chunk_grid": {"name": "rectangular"}}))).contains("rectangular")
+        );
+        assert!(
+            reason(array(json!({"storage_transformers": [{"name": "x"}]})))
+                .contains("storage_transformers")
+        );
+        assert!(reason(array(json!({"codecs": [{"name": "foo_codec"}]}))).contains("foo_codec"));
+        assert!(reason(array(json!({"dimension_names": ["a"]}))).contains("dimension_names"));
+    }
+
+    #[test]
+    fn not_a_node() {
+        assert!(matches!(
+            NodeMetadata::parse(b"{", "k"),
+            Err(Error::Corrupt { .. })
+        ));
+        assert!(matches!(
+            NodeMetadata::parse(br#"{"zarr_format": 2}"#, "k"),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(
+            NodeMetadata::parse(br#"{"zarr_format": 3, "node_type": "group"}"#, "k"),
+            Ok(NodeMetadata::Group { .. })
+        ));
+    }
+}

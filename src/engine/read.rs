@@ -1,0 +1,702 @@
+//! Region reads: planning which chunks a selection touches, fetching only
+//! the bytes needed, decoding concurrently and copying each chunk's part
+//! into the output once.
+//!
+//! A read is split into *slabs* along the first dimension with more than
+//! one selected position (so each slab is a contiguous part of the C-order
+//! output), aligned to read-chunk boundaries so no chunk is decoded twice
+//! unless one chunk row alone exceeds the slab size. The HTTP layer streams
+//! slab by slab with bounded memory.
+//!
+//! For a sharded array (sharding as the whole codec chain), each needed
+//! shard's index is read with one byte-range request and cached with the
+//! shard's ETag; then only the needed inner chunks are read, near-adjacent
+//! ranges merged into one request, conditional on that ETag. A cold shard
+//! whose inner chunks are all needed is read whole in one request.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use super::cache::CachedIndex;
+use super::codec::array_to_bytes::sharding::{IndexLocation, ShardingCodec};
+use super::copy::{copy_block, Block};
+use super::error::{Error, Result};
+use super::hierarchy::{Dataset, Node};
+use super::metadata::ArrayMetadata;
+use super::selection::{output_shape, ChunkSpan, DimSelection, Selection};
+use crate::storage::{join, ByteRange, StoreError};
+
+/// Tuning of region reads.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Target bytes of one output slab (a slab holds at least one chunk row).
+    pub slab_bytes: u64,
+    /// Inner-chunk byte ranges closer than this are fetched in one request.
+    pub coalesce_gap: u64,
+    /// Chunks or shards fetched and decoded at once per read.
+    pub concurrency: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            slab_bytes: 16 << 20,
+            coalesce_gap: 256 << 10,
+            concurrency: 8,
+        }
+    }
+}
+
+/// The store versions (ETags) of every key a read used; `None` = absent.
+pub type Versions = BTreeMap<String, Option<String>>;
+
+/// A planned region read of one array.
+#[derive(Debug, Clone)]
+pub struct ReadPlan {
+    node: Arc<Node>,
+    dims: Vec<DimSelection>,
+    /// The dimension slabs are cut along, if any.
+    slab_dim: Option<usize>,
+    /// Ranges of output positions along `slab_dim`, one per slab.
+    slabs: Vec<Range<u64>>,
+}
+
+impl ReadPlan {
+    /// Plan `selection` on the array at `node`.
+    pub fn new(node: Arc<Node>, selection: &Selection, options: &ReadOptions) -> Result<Self> {
+        let meta = node.array()?;
+        let dims = selection.resolve(&meta.shape)?;
+        let slab_dim = dims.iter().position(|d| d.len > 1);
+        let slabs = match slab_dim {
+            None => vec![0..dims.iter().map(|d| d.len).product::<u64>().min(1)],
+            Some(s) => {
+                let row_bytes: u64 = dims[s + 1..].iter().map(|d| d.len).product::<u64>()
+                    * meta.data_type.size() as u64;
+                let unit = meta.codecs.read_chunk_shape()[s];
+                let mut slabs: Vec<Range<u64>> = Vec::new();
+                for span in dims[s].chunk_spans(unit, 0..dims[s].len) {
+                    match slabs.last_mut() {
+                        Some(last)
+                            if (last.end - last.start + span.count) * row_bytes
+                                <= options.slab_bytes =>
+                        {
+                            last.end += span.count
+                        }
+                        _ => slabs.push(span.out_start..span.out_start + span.count),
+                    }
+                }
+                slabs
+            }
+        };
+        Ok(Self {
+            node,
+            dims,
+            slab_dim,
+            slabs,
+        })
+    }
+
+    fn meta(&self) -> &ArrayMetadata {
+        self.node.array().expect("checked at planning")
+    }
+
+    /// Shape of the result (dropped dimensions removed).
+    pub fn output_shape(&self) -> Vec<u64> {
+        output_shape(&self.dims)
+    }
+
+    /// Bytes of the whole result.
+    pub fn output_bytes(&self) -> u64 {
+        self.dims.iter().map(|d| d.len).product::<u64>() * self.meta().data_type.size() as u64
+    }
+
+    /// The array's metadata.
+    pub fn array(&self) -> &ArrayMetadata {
+        self.meta()
+    }
+
+    /// The node read.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// Number of slabs (0 when the result is empty).
+    pub fn slab_count(&self) -> usize {
+        if self.output_bytes() == 0 {
+            0
+        } else {
+            self.slabs.len()
+        }
+    }
+
+    /// Per-dimension spans over the read units (shards or chunks) for slab `i`.
+    fn unit_spans(&self, slab: usize) -> Vec<Vec<ChunkSpan>> {
+        let chunk_shape = &self.meta().chunk_grid.chunk_shape;
+        self.dims
+            .iter()
+            .enumerate()
+            .map(|(d, sel)| {
+                let range = if Some(d) == self.slab_dim {
+                    self.slabs[slab].clone()
+                } else {
+                    0..sel.len
+                };
+                sel.chunk_spans(chunk_shape[d], range)
+            })
+            .collect()
+    }
+
+    /// The shape of slab `i`'s buffer in array rank (dropped dimensions have length 1).
+    fn slab_shape(&self, slab: usize) -> Vec<u64> {
+        self.dims
+            .iter()
+            .enumerate()
+            .map(|(d, sel)| {
+                if Some(d) == self.slab_dim {
+                    self.slabs[slab].end - self.slabs[slab].start
+                } else {
+                    sel.len
+                }
+            })
+            .collect()
+    }
+}
+
+/// A decoded chunk (or the fill value) and where its part goes.
+struct Piece {
+    data: Option<Bytes>,
+    shape: Vec<u64>,
+    block: Block,
+}
+
+/// One chunk or shard of the grid and the spans of it that a slab needs.
+struct Unit {
+    coords: Vec<u64>,
+    spans: Vec<ChunkSpan>,
+}
+
+impl Dataset {
+    /// Open the array at `path` and plan a read of `selection`.
+    pub async fn plan_read(&self, path: &str, selection: &Selection) -> Result<ReadPlan> {
+        let node = self.node(path).await?;
+        ReadPlan::new(node, selection, &self.read_options)
+    }
+
+    /// Read the whole region into memory.
+    pub async fn read_all(&self, plan: &ReadPlan) -> Result<(Vec<u8>, Versions)> {
+        let mut out = Vec::with_capacity(plan.output_bytes() as usize);
+        let mut versions = Versions::new();
+        for slab in 0..plan.slab_count() {
+            let (data, v) = self.read_slab(plan, slab, None).await?;
+            out.extend_from_slice(&data);
+            versions.extend(v);
+        }
+        Ok((out, versions))
+    }
+
+    /// The versions of every key the read will use, without reading chunk
+    /// data (shard indexes are read; unsharded chunks get a HEAD).
+    pub async fn read_versions(&self, plan: &ReadPlan) -> Result<Versions> {
+        let meta = plan.meta();
+        let mut keys = Vec::new();
+        for slab in 0..plan.slab_count() {
+            for unit in units(&plan.unit_spans(slab)) {
+                keys.push(self.chunk_key(plan, &unit.coords));
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let sharding = meta.codecs.partial_sharding();
+        let versions = futures::stream::iter(keys)
+            .map(|key| async move {
+                let version = match sharding {
+                    Some(codec) => self
+                        .shard_index(&key, codec, None)
+                        .await?
+                        .and_then(|c| c.etag.clone()),
+                    None => self.store.head(&key).await?.and_then(|i| i.etag),
+                };
+                Ok::<_, Error>((key, version))
+            })
+            .buffer_unordered(self.read_options.concurrency)
+            .try_collect()
+            .await?;
+        Ok(versions)
+    }
+
+    fn chunk_key(&self, plan: &ReadPlan, coords: &[u64]) -> String {
+        join(
+            &plan.node.path,
+            &plan.meta().chunk_key_encoding.encode(coords),
+        )
+    }
+
+    /// Read slab `slab` of `plan`: its C-order bytes and the versions used.
+    /// With `pinned`, every key must still have that version.
+    pub async fn read_slab(
+        &self,
+        plan: &ReadPlan,
+        slab: usize,
+        pinned: Option<&Versions>,
+    ) -> Result<(Vec<u8>, Versions)> {
+        let meta = plan.meta();
+        let shape = plan.slab_shape(slab);
+        let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
+        let size = meta.data_type.size();
+        let mut out = vec![0u8; shape.iter().product::<u64>() as usize * size];
+        let mut versions = Versions::new();
+        let units = units(&plan.unit_spans(slab));
+        let inline = units.len() <= 1;
+        let mut results = futures::stream::iter(units)
+            .map(|unit| {
+                let key = self.chunk_key(plan, &unit.coords);
+                let pin = pinned.map(|p| p.get(&key).cloned().flatten());
+                async move {
+                    let (pieces, version) = match meta.codecs.partial_sharding() {
+                        Some(codec) => {
+                            self.read_shard(plan, codec, &key, &unit, pin, inline)
+                                .await?
+                        }
+                        None => self.read_chunk(plan, &key, &unit, pin, inline).await?,
+                    };
+                    Ok::<_, Error>((key, version, pieces))
+                }
+            })
+            .buffer_unordered(self.read_options.concurrency);
+        while let Some(result) = results.next().await {
+            let (key, version, pieces) = result?;
+            for mut piece in pieces {
+                if let Some((d, start)) = slab_start {
+                    piece.block.dst_start[d] -= start;
+                }
+                copy_block(
+                    piece.data.as_deref(),
+                    &piece.shape,
+                    &mut out,
+                    &shape,
+                    &piece.block,
+                    &meta.fill_value,
+                );
+            }
+            versions.insert(key, version);
+        }
+        Ok((out, versions))
+    }
+
+    /// An unsharded chunk: read whole, decode, one piece.
+    async fn read_chunk(
+        &self,
+        plan: &ReadPlan,
+        key: &str,
+        unit: &Unit,
+        pin: Option<Option<String>>,
+        inline: bool,
+    ) -> Result<(Vec<Piece>, Option<String>)> {
+        let meta = plan.meta();
+        let read = self
+            .store
+            .get(key, ByteRange::All, pin.as_ref().and_then(|p| p.as_deref()))
+            .await?;
+        check_pin(key, &pin, read.as_ref().map(|r| &r.info.etag))?;
+        let shape = meta.chunk_grid.chunk_shape.clone();
+        let block = block_for(&unit.spans, &plan.dims);
+        let Some(read) = read else {
+            return Ok((
+                vec![Piece {
+                    data: None,
+                    shape,
+                    block,
+                }],
+                None,
+            ));
+        };
+        let codecs = meta.codecs.clone();
+        let data = decode(inline, move || codecs.decode(read.data))
+            .await
+            .map_err(|e| e.at_key(key))?;
+        Ok((
+            vec![Piece {
+                data: Some(data),
+                shape,
+                block,
+            }],
+            read.info.etag,
+        ))
+    }
+
+    /// A shard: the index (cached), then only the needed inner chunks.
+    async fn read_shard(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: &str,
+        unit: &Unit,
+        pin: Option<Option<String>>,
+        inline: bool,
+    ) -> Result<(Vec<Piece>, Option<String>)> {
+        let inner_shape = codec.inner_shape().to_vec();
+        // Inner chunks needed, with their pieces' blocks.
+        let inner_spans: Vec<Vec<ChunkSpan>> = unit
+            .spans
+            .iter()
+            .zip(&plan.dims)
+            .zip(&inner_shape)
+            .map(|((span, sel), &inner)| {
+                let within = DimSelection {
+                    start: span.start_in_chunk,
+                    step: sel.step,
+                    len: span.count,
+                    dropped: false,
+                };
+                within
+                    .chunk_spans(inner, 0..span.count)
+                    .into_iter()
+                    .map(|s| ChunkSpan {
+                        out_start: s.out_start + span.out_start,
+                        ..s
+                    })
+                    .collect()
+            })
+            .collect();
+        let needed = units(&inner_spans);
+        let all_needed = needed.len() as u64 == codec.chunks_per_shard().iter().product::<u64>();
+        for attempt in 0..2 {
+            let cached = self.cached_index(key).await;
+            let result = match cached {
+                None if all_needed && pin.is_none() => {
+                    self.read_whole_shard(plan, codec, key, &needed, inline)
+                        .await
+                }
+                cached => {
+                    self.read_inner_chunks(plan, codec, key, cached, &needed, pin.clone(), inline)
+                        .await
+                }
+            };
+            match result {
+                // The shard changed since its index was cached: drop it and read again.
+                Err(Error::Store(StoreError::Changed(_))) if attempt == 0 && pin.is_none() => {
+                    self.caches
+                        .shard_indexes
+                        .invalidate(&(self.name.clone(), key.to_string()))
+                        .await;
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the second attempt returns")
+    }
+
+    async fn cached_index(&self, key: &str) -> Option<Arc<CachedIndex>> {
+        let cached = self
+            .caches
+            .shard_indexes
+            .get(&(self.name.clone(), key.to_string()))
+            .await;
+        let stats = &self.caches.index_stats;
+        if cached.is_some() {
+            &stats.hits
+        } else {
+            &stats.misses
+        }
+        .fetch_add(1, Ordering::Relaxed);
+        cached
+    }
+
+    /// The shard's index, from the cache or with one ranged request.
+    /// `None` when the shard does not exist.
+    async fn shard_index(
+        &self,
+        key: &str,
+        codec: &ShardingCodec,
+        pin: Option<&str>,
+    ) -> Result<Option<Arc<CachedIndex>>> {
+        if let Some(cached) = self.cached_index(key).await {
+            if pin.is_none() || cached.etag.as_deref() == pin {
+                return Ok(Some(cached));
+            }
+        }
+        let n = codec.index_size() as u64;
+        let range = match codec.index_location() {
+            IndexLocation::Start => ByteRange::Bounded(0..n),
+            IndexLocation::End => ByteRange::Suffix(n),
+        };
+        let Some(read) = self.store.get(key, range, pin).await? else {
+            return Ok(None);
+        };
+        let index = codec
+            .decode_index(read.data, read.info.size)
+            .map_err(|e| e.at_key(key))?;
+        Ok(Some(
+            self.remember_index(key, index, read.info.etag, read.info.size)
+                .await,
+        ))
+    }
+
+    async fn remember_index(
+        &self,
+        key: &str,
+        index: super::codec::array_to_bytes::sharding::ShardIndex,
+        etag: Option<String>,
+        shard_size: u64,
+    ) -> Arc<CachedIndex> {
+        let cached = Arc::new(CachedIndex {
+            index,
+            etag,
+            shard_size,
+        });
+        self.caches
+            .shard_indexes
+            .insert((self.name.clone(), key.to_string()), cached.clone())
+            .await;
+        cached
+    }
+
+    /// One request for the whole shard; its index is cached on the way.
+    async fn read_whole_shard(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: &str,
+        needed: &[Unit],
+        inline: bool,
+    ) -> Result<(Vec<Piece>, Option<String>)> {
+        let Some(read) = self.store.get(key, ByteRange::All, None).await? else {
+            return Ok((fill_pieces(plan, codec, needed), None));
+        };
+        let size = read.info.size;
+        let range = codec.index_range(size);
+        if size < codec.index_size() as u64 {
+            return Err(Error::corrupt(
+                key,
+                format!(
+                    "shard of {size} bytes is too short for its {}-byte index",
+                    codec.index_size()
+                ),
+            ));
+        }
+        let index = codec
+            .decode_index(
+                read.data.slice(range.start as usize..range.end as usize),
+                size,
+            )
+            .map_err(|e| e.at_key(key))?;
+        let cached = self
+            .remember_index(key, index, read.info.etag.clone(), size)
+            .await;
+        let chunks = needed
+            .iter()
+            .map(|u| {
+                cached
+                    .index
+                    .chunk_range(codec.linear_index(&u.coords))
+                    .map(|r| read.data.slice(r.start as usize..r.end as usize))
+            })
+            .collect();
+        let pieces = self
+            .decode_inner(plan, codec, key, needed, chunks, inline)
+            .await?;
+        Ok((pieces, read.info.etag))
+    }
+
+    /// The needed inner chunks by byte ranges, conditional on the index's ETag.
+    #[allow(clippy::too_many_arguments)]
+    async fn read_inner_chunks(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: &str,
+        cached: Option<Arc<CachedIndex>>,
+        needed: &[Unit],
+        pin: Option<Option<String>>,
+        inline: bool,
+    ) -> Result<(Vec<Piece>, Option<String>)> {
+        let index = match (cached, &pin) {
+            (Some(c), None) => Some(c),
+            (Some(c), Some(p)) if c.etag == *p => Some(c),
+            (_, Some(None)) => None,
+            _ => {
+                self.shard_index(key, codec, pin.as_ref().and_then(|p| p.as_deref()))
+                    .await?
+            }
+        };
+        let Some(index) = index else {
+            check_pin(key, &pin, None)?;
+            return Ok((fill_pieces(plan, codec, needed), None));
+        };
+        check_pin(key, &pin, Some(&index.etag))?;
+        let ranges: Vec<Option<Range<u64>>> = needed
+            .iter()
+            .map(|u| index.index.chunk_range(codec.linear_index(&u.coords)))
+            .collect();
+        let merged = coalesce(
+            ranges.iter().flatten().cloned().collect(),
+            self.read_options.coalesce_gap,
+        );
+        let fetched = if merged.is_empty() {
+            vec![]
+        } else {
+            let etag = index.etag.as_deref();
+            // Without an ETag to condition on, the index is not trusted across reads.
+            self.store
+                .get_ranges(key, &merged, etag)
+                .await?
+                .ok_or_else(|| Error::Store(StoreError::Changed(key.to_string())))?
+        };
+        let chunks = ranges
+            .iter()
+            .map(|r| {
+                r.as_ref().map(|r| {
+                    let i = merged
+                        .iter()
+                        .position(|m| m.start <= r.start && r.end <= m.end)
+                        .expect("covered");
+                    let base = merged[i].start;
+                    fetched[i].slice((r.start - base) as usize..(r.end - base) as usize)
+                })
+            })
+            .collect::<Vec<_>>();
+        if fetched
+            .iter()
+            .zip(&merged)
+            .any(|(f, m)| f.len() as u64 != m.end - m.start)
+        {
+            return Err(Error::corrupt(key, "shard is shorter than its index says"));
+        }
+        let pieces = self
+            .decode_inner(plan, codec, key, needed, chunks, inline)
+            .await?;
+        Ok((pieces, index.etag.clone()))
+    }
+
+    /// Decode the inner chunks (all on one blocking thread) into pieces.
+    async fn decode_inner(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: &str,
+        needed: &[Unit],
+        chunks: Vec<Option<Bytes>>,
+        inline: bool,
+    ) -> Result<Vec<Piece>> {
+        let inner = codec.inner_codecs().clone();
+        let decoded = decode(inline && chunks.len() <= 1, move || {
+            chunks
+                .into_iter()
+                .map(|c| c.map(|c| inner.decode(c)).transpose())
+                .collect::<Result<Vec<_>>>()
+        })
+        .await
+        .map_err(|e| e.at_key(key))?;
+        let shape = codec.inner_shape().to_vec();
+        Ok(needed
+            .iter()
+            .zip(decoded)
+            .map(|(u, data)| Piece {
+                data,
+                shape: shape.clone(),
+                block: block_for(&u.spans, &plan.dims),
+            })
+            .collect())
+    }
+}
+
+fn fill_pieces(plan: &ReadPlan, codec: &ShardingCodec, needed: &[Unit]) -> Vec<Piece> {
+    needed
+        .iter()
+        .map(|u| Piece {
+            data: None,
+            shape: codec.inner_shape().to_vec(),
+            block: block_for(&u.spans, &plan.dims),
+        })
+        .collect()
+}
+
+/// A read pinned to a version must find exactly that version.
+fn check_pin(
+    key: &str,
+    pin: &Option<Option<String>>,
+    found: Option<&Option<String>>,
+) -> Result<()> {
+    match pin {
+        Some(expected) if found.cloned().flatten() != *expected => {
+            Err(Error::Store(StoreError::Changed(key.to_string())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Run CPU-bound decoding on a blocking thread unless it is small enough to do inline.
+async fn decode<T: Send + 'static>(
+    inline: bool,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    if inline {
+        return work();
+    }
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::corrupt("", format!("decoder panicked: {e}")))?
+}
+
+/// The cartesian product of per-dimension spans, as units with grid coordinates.
+fn units(spans: &[Vec<ChunkSpan>]) -> Vec<Unit> {
+    let mut out = vec![Unit {
+        coords: vec![],
+        spans: vec![],
+    }];
+    for dim in spans {
+        out = out
+            .into_iter()
+            .flat_map(|u| {
+                dim.iter().map(move |s| {
+                    let mut coords = u.coords.clone();
+                    coords.push(s.chunk);
+                    let mut spans = u.spans.clone();
+                    spans.push(*s);
+                    Unit { coords, spans }
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+fn block_for(spans: &[ChunkSpan], dims: &[DimSelection]) -> Block {
+    Block {
+        src_start: spans.iter().map(|s| s.start_in_chunk).collect(),
+        src_step: dims.iter().map(|d| d.step).collect(),
+        dst_start: spans.iter().map(|s| s.out_start).collect(),
+        count: spans.iter().map(|s| s.count).collect(),
+    }
+}
+
+/// Sort ranges and merge those closer than `gap`.
+fn coalesce(mut ranges: Vec<Range<u64>>, gap: u64) -> Vec<Range<u64>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::new();
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coalesces_near_ranges() {
+        let merged = coalesce(vec![10..20, 0..5, 30..40, 100..110, 18..25], 4);
+        assert_eq!(merged, vec![0..5, 10..25, 30..40, 100..110]);
+        assert_eq!(coalesce(vec![0..5, 7..9], 2), vec![0..9]);
+        assert!(coalesce(vec![], 5).is_empty());
+    }
+}

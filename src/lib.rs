@@ -1,0 +1,16 @@
+//! zarr-serve: an HTTP service that serves regions of Zarr v3 arrays.
+//!
+//! # Layout
+//! - [`engine`]: the Zarr v3 format — metadata, data types, chunk grid and
+//!   key encodings, the codec pipeline (array->array, array->bytes,
+//!   bytes->bytes, sharding), selections and region read planning, caches.
+//!   No HTTP in it.
+//! - [`storage`]: the only module that talks to `object_store` (local, S3,
+//!   GCS, Azure, HTTP): validated keys, ranged and conditional reads,
+//!   listing, limits and counters.
+//! - `http` (in the binary's library half): routes, formats, errors as
+//!   `application/problem+json`; no codec knowledge.
+//! - `config`: the config file, environment and command line.
+
+pub mod engine;
+pub mod storage;

@@ -1,0 +1,262 @@
+//! The store layer: the only module that talks to `object_store`.
+//!
+//! # Contract
+//! A [`Store`] is one dataset's root in a local directory, S3 or an
+//! S3-compatible server, GCS, Azure or plain HTTP. It offers whole and ranged
+//! reads (optionally conditional on an ETag), HEAD and directory listing.
+//! Every key is validated ([`validate_key`]) before it reaches a backend.
+//! Missing keys are `Ok(None)`, never errors. Every request is bounded by a
+//! timeout and by the dataset's limit of concurrent requests, and counted.
+
+mod key;
+mod open;
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::try_join_all;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore};
+use tokio::sync::Semaphore;
+
+pub use key::{join, validate_key};
+pub use open::StoreOptions;
+
+/// Why a store request failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store answered with an error or could not be reached.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The store did not answer within the configured timeout.
+    #[error("store timed out after {0:?}")]
+    Timeout(Duration),
+    /// A conditional read found that the object changed.
+    #[error("object '{0}' changed during the read")]
+    Changed(String),
+    /// A key failed validation; it never reached the store.
+    #[error("{0}")]
+    InvalidKey(String),
+    /// The requested byte range is outside the object.
+    #[error("range not satisfiable for an object of {0} bytes")]
+    RangeNotSatisfiable(u64),
+}
+
+/// Counters of one store, read by `/metrics`.
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    /// Requests sent (GET, ranged GET, HEAD, LIST).
+    pub requests: AtomicU64,
+    /// Ranged GET requests among them.
+    pub range_requests: AtomicU64,
+    /// Payload bytes received.
+    pub bytes: AtomicU64,
+    /// Requests that failed (not counting missing keys).
+    pub errors: AtomicU64,
+}
+
+/// Metadata of a stored object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Size in bytes.
+    pub size: u64,
+    /// The store's ETag (version) of the object.
+    pub etag: Option<String>,
+    /// Last modification time.
+    pub last_modified: std::time::SystemTime,
+}
+
+/// Bytes read from an object, with the object's metadata.
+#[derive(Debug, Clone)]
+pub struct ReadResult {
+    /// The bytes read.
+    pub data: Bytes,
+    /// The byte range they cover.
+    pub range: Range<u64>,
+    /// The object's metadata.
+    pub info: ObjectInfo,
+}
+
+/// Which bytes of an object to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ByteRange {
+    /// The whole object.
+    All,
+    /// `start..end`
+    Bounded(Range<u64>),
+    /// From an offset to the end.
+    From(u64),
+    /// The last `n` bytes.
+    Suffix(u64),
+}
+
+/// One dataset's root in a store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<dyn ObjectStore>,
+    root: Path,
+    stats: Arc<StoreStats>,
+    /// Bounds the requests in flight to this store, so one dataset cannot
+    /// exhaust the backend (or the process) under a flood of requests.
+    limiter: Arc<Semaphore>,
+    timeout: Duration,
+}
+
+impl Store {
+    /// Wrap an object store rooted at `root`.
+    pub fn new(inner: Arc<dyn ObjectStore>, root: Path, options: &StoreOptions) -> Self {
+        Self {
+            inner,
+            root,
+            stats: Arc::default(),
+            limiter: Arc::new(Semaphore::new(options.max_concurrent_requests.max(1))),
+            timeout: options.timeout,
+        }
+    }
+
+    /// This store's counters.
+    pub fn stats(&self) -> &StoreStats {
+        &self.stats
+    }
+
+    fn path(&self, key: &str) -> Result<Path, StoreError> {
+        validate_key(key).map_err(StoreError::InvalidKey)?;
+        Ok(Path::from_iter(
+            self.root.parts().chain(Path::from(key).parts()),
+        ))
+    }
+
+    /// Run one store request under the limiter and the timeout, counting it.
+    async fn run<T>(
+        &self,
+        fut: impl std::future::Future<Output = object_store::Result<T>>,
+    ) -> Result<Option<T>, StoreError> {
+        let _permit = self
+            .limiter
+            .acquire()
+            .await
+            .expect("store limiter is never closed");
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        let result = tokio::time::timeout(self.timeout, fut).await;
+        let error = match result {
+            Ok(Ok(value)) => return Ok(Some(value)),
+            Ok(Err(object_store::Error::NotFound { .. })) => return Ok(None),
+            Ok(Err(object_store::Error::Precondition { path, .. })) => StoreError::Changed(path),
+            Ok(Err(e)) => StoreError::Unavailable(e.to_string()),
+            Err(_) => StoreError::Timeout(self.timeout),
+        };
+        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        Err(error)
+    }
+
+    /// Read `range` of `key`; with `if_match`, only while the object's ETag
+    /// is still that ([`StoreError::Changed`] otherwise).
+    pub async fn get(
+        &self,
+        key: &str,
+        range: ByteRange,
+        if_match: Option<&str>,
+    ) -> Result<Option<ReadResult>, StoreError> {
+        let path = self.path(key)?;
+        let ranged = range != ByteRange::All;
+        let options = GetOptions {
+            if_match: if_match.map(str::to_string),
+            range: match range {
+                ByteRange::All => None,
+                ByteRange::Bounded(r) if r.is_empty() => {
+                    return self.empty_read(key, r.start).await
+                }
+                ByteRange::Bounded(r) => Some(GetRange::Bounded(r)),
+                ByteRange::From(o) => Some(GetRange::Offset(o)),
+                ByteRange::Suffix(n) => Some(GetRange::Suffix(n)),
+            },
+            ..GetOptions::default()
+        };
+        if ranged {
+            self.stats.range_requests.fetch_add(1, Ordering::Relaxed);
+        }
+        let fetched = self
+            .run(async {
+                let result = self.inner.get_opts(&path, options).await?;
+                let info = object_info(&result.meta);
+                let range = result.range.clone();
+                let data = result.bytes().await?;
+                Ok((data, range, info))
+            })
+            .await?;
+        Ok(fetched.map(|(data, range, info)| {
+            self.stats
+                .bytes
+                .fetch_add(data.len() as u64, Ordering::Relaxed);
+            ReadResult { data, range, info }
+        }))
+    }
+
+    /// An empty range still checks that the object exists.
+    async fn empty_read(&self, key: &str, at: u64) -> Result<Option<ReadResult>, StoreError> {
+        Ok(self.head(key).await?.map(|info| ReadResult {
+            data: Bytes::new(),
+            range: at..at,
+            info,
+        }))
+    }
+
+    /// Read several ranges of `key` concurrently, all conditional on `if_match`.
+    /// `None` when the object is missing.
+    pub async fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[Range<u64>],
+        if_match: Option<&str>,
+    ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        let reads = ranges
+            .iter()
+            .map(|r| self.get(key, ByteRange::Bounded(r.clone()), if_match));
+        let results = try_join_all(reads).await?;
+        Ok(results.into_iter().map(|r| r.map(|r| r.data)).collect())
+    }
+
+    /// Metadata of `key`, `None` when missing.
+    pub async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        let path = self.path(key)?;
+        Ok(self
+            .run(self.inner.head(&path))
+            .await?
+            .map(|m| object_info(&m)))
+    }
+
+    /// The names of the children of `prefix` (`""` for the root): the
+    /// sub-directories and the objects directly under it, each sorted.
+    pub async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
+        let path = self.path(prefix)?;
+        let listing = self
+            .run(self.inner.list_with_delimiter(Some(&path)))
+            .await?;
+        let Some(listing) = listing else {
+            return Ok((vec![], vec![]));
+        };
+        let name = |p: &Path| p.filename().unwrap_or_default().to_string();
+        let mut dirs: Vec<String> = listing.common_prefixes.iter().map(name).collect();
+        let mut files: Vec<String> = listing.objects.iter().map(|m| name(&m.location)).collect();
+        dirs.sort();
+        files.sort();
+        Ok((dirs, files))
+    }
+
+    /// Whether the store answers at all (for readiness).
+    pub async fn check(&self) -> Result<(), StoreError> {
+        self.head("zarr.json").await.map(|_| ())
+    }
+}
+
+fn object_info(meta: &object_store::ObjectMeta) -> ObjectInfo {
+    ObjectInfo {
+        size: meta.size,
+        etag: meta.e_tag.clone(),
+        last_modified: meta.last_modified.into(),
+    }
+}

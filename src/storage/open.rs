@@ -1,0 +1,197 @@
+//! Building a [`Store`] from a dataset URL and its options.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::http::HttpBuilder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use url::Url;
+
+use super::Store;
+
+/// Limits and backend options of one dataset's store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Retries of failed idempotent requests (remote stores), with backoff and jitter.
+    pub retries: usize,
+    /// Concurrent requests in flight to this store.
+    pub max_concurrent_requests: usize,
+    /// Backend options (`endpoint`, `region`, `allow_http`, ...), passed to
+    /// the object_store builder of the URL's scheme. Credentials normally
+    /// come from the environment (`AWS_ACCESS_KEY_ID`, ...).
+    pub backend: BTreeMap<String, String>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            retries: 3,
+            max_concurrent_requests: 64,
+            backend: BTreeMap::new(),
+        }
+    }
+}
+
+impl Store {
+    /// Open the store named by `location`: a local path, `file://`, `s3://`,
+    /// `gs://`, `az://` or `http(s)://` URL.
+    pub fn open(location: &str, options: &StoreOptions) -> Result<Self, String> {
+        let (inner, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(location) {
+            Ok(url) if url.scheme().len() > 1 => open_url(&url, options)?,
+            // A plain path (a one-letter "scheme" is a Windows drive).
+            _ => open_local(std::path::Path::new(location))?,
+        };
+        Ok(Store::new(inner, root, options))
+    }
+}
+
+fn open_local(dir: &std::path::Path) -> Result<(Arc<dyn ObjectStore>, Path), String> {
+    let dir =
+        std::path::absolute(dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
+    let root = Path::from_absolute_path(&dir)
+        .map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
+    Ok((Arc::new(LocalFileSystem::new()), root))
+}
+
+fn client_options(options: &StoreOptions) -> ClientOptions {
+    ClientOptions::new()
+        .with_timeout(options.timeout)
+        .with_connect_timeout(options.timeout.min(Duration::from_secs(5)))
+}
+
+fn retry_config(options: &StoreOptions) -> RetryConfig {
+    RetryConfig {
+        max_retries: options.retries,
+        retry_timeout: options.timeout,
+        ..RetryConfig::default()
+    }
+}
+
+fn open_url(url: &Url, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, Path), String> {
+    let bad_option = |k: &str, e: object_store::Error| {
+        format!("invalid store option '{k}' for {}: {e}", url.scheme())
+    };
+    let root =
+        Path::from_url_path(url.path()).map_err(|e| format!("invalid path in {url}: {e}"))?;
+    let store: Arc<dyn ObjectStore> = match url.scheme() {
+        "file" => {
+            let dir = url
+                .to_file_path()
+                .map_err(|_| format!("invalid file URL {url}"))?;
+            return open_local(&dir);
+        }
+        "s3" | "s3a" => {
+            let mut b = AmazonS3Builder::from_env().with_url(url.as_str());
+            for (k, v) in &options.backend {
+                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
+            }
+            let b = b
+                .with_client_options(client_options(options))
+                .with_retry(retry_config(options));
+            Arc::new(
+                b.build()
+                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
+            )
+        }
+        "gs" => {
+            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+            for (k, v) in &options.backend {
+                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
+            }
+            let b = b
+                .with_client_options(client_options(options))
+                .with_retry(retry_config(options));
+            Arc::new(
+                b.build()
+                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
+            )
+        }
+        "az" | "azure" | "abfs" | "abfss" => {
+            let mut b = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            for (k, v) in &options.backend {
+                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
+            }
+            let b = b
+                .with_client_options(client_options(options))
+                .with_retry(retry_config(options));
+            Arc::new(
+                b.build()
+                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
+            )
+        }
+        "http" | "https" => {
+            let mut base = url.clone();
+            base.set_path("");
+            let b = HttpBuilder::new()
+                .with_url(base.as_str())
+                .with_client_options(client_options(options).with_allow_http(true))
+                .with_retry(retry_config(options));
+            Arc::new(
+                b.build()
+                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
+            )
+        }
+        other => {
+            return Err(format!(
+                "unsupported store scheme '{other}' in {}",
+                redact(url)
+            ))
+        }
+    };
+    // For bucket URLs (`s3://bucket/prefix`) the bucket is the host, so the
+    // URL path is the prefix inside it; for HTTP it is the path on the server.
+    Ok((store, root))
+}
+
+/// A URL without user information, for messages.
+pub(crate) fn redact(url: &Url) -> String {
+    let mut clean = url.clone();
+    let _ = clean.set_username("");
+    let _ = clean.set_password(None);
+    clean.set_query(None);
+    clean.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_local_and_s3_and_rejects_unknown() {
+        let opts = StoreOptions::default();
+        assert!(Store::open("/tmp", &opts).is_ok());
+        assert!(Store::open("file:///tmp", &opts).is_ok());
+        let mut s3 = opts.clone();
+        s3.backend
+            .insert("endpoint".into(), "http://127.0.0.1:9".into());
+        s3.backend.insert("region".into(), "us-east-1".into());
+        s3.backend.insert("allow_http".into(), "true".into());
+        assert!(Store::open("s3://bucket/prefix", &s3).is_ok());
+        let err = Store::open("ftp://host/x", &opts).unwrap_err();
+        assert!(err.contains("ftp"), "{err}");
+        let mut bad = opts.clone();
+        bad.backend.insert("no_such_option".into(), "1".into());
+        assert!(Store::open("s3://bucket/prefix", &bad)
+            .unwrap_err()
+            .contains("no_such_option"));
+        let err = Store::open(
+            "https://user:secret@example.com/x?sig=abc",
+            &StoreOptions {
+                timeout: Duration::ZERO,
+                ..opts
+            },
+        )
+        .map(|_| String::new())
+        .unwrap_or_else(|e| e);
+        assert!(!err.contains("secret") && !err.contains("sig=abc"), "{err}");
+    }
+}

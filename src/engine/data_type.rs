@@ -219,8 +219,10 @@ fn float_bytes(value: &Value, size: usize) -> Option<Vec<u8>> {
     })
 }
 
-/// Raw fill values: an array of byte values, or a hex string of the bytes.
+/// Raw fill values: an array of byte values, a hex string (`"0x..."`) or a
+/// base64 string of the bytes (tensorstore's form).
 fn raw_bytes(value: &Value, size: usize) -> Option<Vec<u8>> {
+    use base64::Engine;
     match value {
         Value::Array(items) if items.len() == size => items
             .iter()
@@ -229,6 +231,10 @@ fn raw_bytes(value: &Value, size: usize) -> Option<Vec<u8>> {
         Value::String(s) if s.starts_with("0x") && s.len() == 2 + size * 2 => {
             hex::decode(&s[2..]).ok()
         }
+        Value::String(s) if !s.starts_with("0x") => base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .ok()
+            .filter(|b| b.len() == size),
         Value::Number(_) if size == 1 => Some(vec![u8::try_from(value.as_u64()?).ok()?]),
         _ => None,
     }
@@ -309,6 +315,7 @@ mod tests {
         assert_eq!(&c[..4], f32::NAN.to_le_bytes());
         assert_eq!(&c[4..], 2.0f32.to_le_bytes());
         assert_eq!(fill("r16", json!([1, 255])).unwrap(), [1, 255]);
+        assert_eq!(fill("r16", json!("q80=")).unwrap(), [0xab, 0xcd]);
     }
 
     #[test]

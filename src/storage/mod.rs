@@ -145,6 +145,7 @@ impl Store {
         let error = match result {
             Ok(Ok(value)) => return Ok(Some(value)),
             Ok(Err(object_store::Error::NotFound { .. })) => return Ok(None),
+            Ok(Err(e)) if is_missing_path(&e) => return Ok(None),
             Ok(Err(object_store::Error::Precondition { path, .. })) => StoreError::Changed(path),
             Ok(Err(e)) => StoreError::Unavailable(e.to_string()),
             Err(_) => StoreError::Timeout(self.timeout),
@@ -251,6 +252,20 @@ impl Store {
     pub async fn check(&self) -> Result<(), StoreError> {
         self.head("zarr.json").await.map(|_| ())
     }
+}
+
+/// A local path through a file (`a.txt/zarr.json`) or naming a directory is
+/// a missing key, not a store failure.
+fn is_missing_path(error: &object_store::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{IsADirectory, NotADirectory, NotFound};
+            return matches!(io.kind(), NotFound | NotADirectory | IsADirectory);
+        }
+        source = e.source();
+    }
+    false
 }
 
 fn object_info(meta: &object_store::ObjectMeta) -> ObjectInfo {

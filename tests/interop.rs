@@ -1,0 +1,224 @@
+//! The engine against data written by zarr-python and tensorstore: every
+//! array of the fixture manifest, whole and through many selections, byte
+//! for byte against NumPy; corrupt data must fail as corrupt; unsupported
+//! arrays as unsupported. `ZARR_SERVE_FIXTURES` points at another generated
+//! fixture directory (CI regenerates them from a fresh venv).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use zarr_serve::engine::{CacheOptions, Caches, Dataset, Error, ReadOptions, Selection};
+use zarr_serve::storage::{Store, StoreOptions};
+
+fn fixtures() -> PathBuf {
+    std::env::var_os("ZARR_SERVE_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/interop"))
+}
+
+fn manifest() -> Value {
+    let text = std::fs::read(fixtures().join("manifest.json")).expect("fixture manifest");
+    serde_json::from_slice(&text).unwrap()
+}
+
+fn dataset(options: ReadOptions) -> Dataset {
+    let root = fixtures().join("data.zarr");
+    let store = Store::open(root.to_str().unwrap(), &StoreOptions::default()).unwrap();
+    Dataset::new(
+        "fixtures",
+        None,
+        store,
+        Caches::new(&CacheOptions::default()),
+        options,
+    )
+}
+
+async fn read(ds: &Dataset, path: &str, select: &str) -> Result<(Vec<u64>, Vec<u8>), Error> {
+    let plan = ds.plan_read(path, &Selection::parse(select)?).await?;
+    let (data, _) = ds.read_all(&plan).await?;
+    Ok((plan.output_shape(), data))
+}
+
+/// Read every array whole and through every selection; compare with NumPy.
+async fn check_all_arrays(ds: &Dataset) -> usize {
+    let manifest = manifest();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for array in manifest["arrays"].as_array().unwrap() {
+        let path = array["path"].as_str().unwrap();
+        let mut cases = vec![(
+            String::new(),
+            array["shape"].clone(),
+            array["expected"].as_str().unwrap().to_string(),
+        )];
+        for sel in array["selections"].as_array().unwrap() {
+            cases.push((
+                sel["select"].as_str().unwrap().into(),
+                sel["shape"].clone(),
+                sel["expected"].as_str().unwrap().into(),
+            ));
+        }
+        for (select, shape, expected) in cases {
+            let expected_bytes = std::fs::read(fixtures().join(&expected)).unwrap();
+            let expected_shape: Vec<u64> = serde_json::from_value(shape).unwrap();
+            match read(ds, path, &select).await {
+                Ok((shape, data)) if shape == expected_shape && data == expected_bytes => checked += 1,
+                Ok((shape, data)) => failures.push(format!(
+                    "{path}[{select}]: shape {shape:?} vs {expected_shape:?}, {} bytes vs {}, first difference at {:?}",
+                    data.len(),
+                    expected_bytes.len(),
+                    data.iter().zip(&expected_bytes).position(|(a, b)| a != b)
+                )),
+                Err(e) => failures.push(format!("{path}[{select}]: {e}")),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    checked
+}
+
+#[tokio::test]
+async fn every_array_and_selection_matches_numpy() {
+    let checked = check_all_arrays(&dataset(ReadOptions::default())).await;
+    assert!(checked > 1000, "only {checked} cases checked");
+}
+
+/// Tiny slabs, no coalescing and one request at a time exercise the
+/// slab, span and range logic differently from the defaults.
+#[tokio::test]
+async fn every_array_matches_with_tiny_slabs_and_no_coalescing() {
+    let options = ReadOptions {
+        slab_bytes: 1,
+        coalesce_gap: 0,
+        concurrency: 1,
+    };
+    check_all_arrays(&dataset(options)).await;
+}
+
+/// Reading twice (warm shard-index and metadata caches) gives the same bytes.
+#[tokio::test]
+async fn warm_reads_match_cold_reads() {
+    let ds = dataset(ReadOptions::default());
+    for array in manifest()["arrays"].as_array().unwrap() {
+        let path = array["path"].as_str().unwrap();
+        let cold = read(&ds, path, "").await.unwrap();
+        let warm = read(&ds, path, "").await.unwrap();
+        assert_eq!(cold, warm, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn corrupt_data_is_a_corrupt_error_never_data() {
+    let ds = dataset(ReadOptions::default());
+    let manifest = manifest();
+    let cases = manifest["corrupt"].as_array().unwrap();
+    assert!(cases.len() >= 7);
+    for case in cases {
+        let path = case["path"].as_str().unwrap();
+        match read(&ds, path, case["select"].as_str().unwrap()).await {
+            Err(Error::Corrupt { key, reason }) => {
+                assert!(key.starts_with(path), "{path}: key {key} ({reason})");
+            }
+            other => panic!(
+                "{path} ({}): expected a corrupt error, got {other:?}",
+                case["kind"]
+            ),
+        }
+    }
+}
+
+#[tokio::test]
+async fn unsupported_arrays_are_unsupported_and_name_the_feature() {
+    let ds = dataset(ReadOptions::default());
+    for case in manifest()["unsupported"].as_array().unwrap() {
+        let path = case["path"].as_str().unwrap();
+        match read(&ds, path, "").await {
+            Err(Error::Unsupported(reason)) => assert!(reason.contains(path), "{path}: {reason}"),
+            other => panic!("{path}: expected unsupported, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn hierarchy_lists_nodes_only_and_finds_implicit_groups() {
+    let ds = dataset(ReadOptions::default());
+    let root = ds.children("").await.unwrap();
+    let names: Vec<&str> = root.iter().map(|c| c.name.as_str()).collect();
+    assert!(
+        names.contains(&"zarr_python") && names.contains(&"tensorstore"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"implicit_parent"), "{names:?}");
+    assert!(!names.iter().any(|n| n.ends_with(".txt")), "{names:?}");
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    let implicit = ds.node("implicit_parent").await.unwrap();
+    assert!(implicit.metadata.is_none());
+    let child = ds.children("implicit_parent").await.unwrap();
+    assert_eq!(child.len(), 1);
+    assert_eq!(
+        (child[0].path.as_str(), child[0].node_type),
+        ("implicit_parent/child", "group")
+    );
+    assert!(matches!(
+        ds.node("no_such_node").await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        ds.node("zarr_python/notes.txt").await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        ds.node("../etc").await,
+        Err(Error::InvalidRequest(_))
+    ));
+}
+
+/// One inner chunk of a cold sharded array: one index request and one data
+/// request; again: no index request.
+#[tokio::test]
+async fn one_inner_chunk_costs_one_index_and_one_data_request() {
+    let ds = dataset(ReadOptions::default());
+    let manifest = manifest();
+    let array = manifest["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"] == "tensorstore/shard_end_crc")
+        .expect("fixture");
+    let node = ds.node("tensorstore/shard_end_crc").await.unwrap();
+    let meta = node.array().unwrap();
+    let inner = meta.codecs.read_chunk_shape();
+    assert!(
+        inner
+            .iter()
+            .zip(&meta.chunk_grid.chunk_shape)
+            .any(|(i, s)| i < s),
+        "shards hold several inner chunks"
+    );
+    let select = inner
+        .iter()
+        .map(|n| format!("0:{n}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let stats = ds.store().stats();
+    let requests = || stats.requests.load(std::sync::atomic::Ordering::Relaxed);
+    let before = requests();
+    let (_, cold) = read(&ds, "tensorstore/shard_end_crc", &select)
+        .await
+        .unwrap();
+    assert_eq!(requests() - before, 2, "cold: index + data");
+    let before = requests();
+    let (_, warm) = read(&ds, "tensorstore/shard_end_crc", &select)
+        .await
+        .unwrap();
+    assert_eq!(requests() - before, 1, "warm: data only");
+    assert_eq!(cold, warm);
+    let _ = array;
+}

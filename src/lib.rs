@@ -8,9 +8,13 @@
 //! - [`storage`]: the only module that talks to `object_store` (local, S3,
 //!   GCS, Azure, HTTP): validated keys, ranged and conditional reads,
 //!   listing, limits and counters.
-//! - `http` (in the binary's library half): routes, formats, errors as
-//!   `application/problem+json`; no codec knowledge.
-//! - `config`: the config file, environment and command line.
+//! - [`http`]: routes, content negotiation, formats (binary, npy, json),
+//!   errors as `application/problem+json`; no codec knowledge.
+//! - [`config`]: the config file, `ZARR_SERVE_*` environment, command line.
+//! - [`metrics`]: Prometheus text rendering.
 
+pub mod config;
 pub mod engine;
+pub mod http;
+pub mod metrics;
 pub mod storage;

@@ -1,1 +1,78 @@
-fn main() {}
+//! The `zarr-serve` binary: parse the command line and config, set up
+//! logging, bind, and serve until SIGTERM or Ctrl-C.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use clap::Parser;
+use zarr_serve::config::{Cli, Config};
+use zarr_serve::http::{serve, AppState};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn fail(message: &str) -> ! {
+    eprintln!("zarr-serve: {message}");
+    std::process::exit(2);
+}
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        if matches!(
+            e.kind(),
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+        ) {
+            e.exit();
+        }
+        fail(e.to_string().lines().next().unwrap_or("invalid arguments"))
+    });
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let config = Config::load(&cli, &env).unwrap_or_else(|e| fail(&e));
+    init_logging(&config);
+    let state = AppState::from_config(&config).unwrap_or_else(|e| fail(&e));
+    let addr = config.listen_addr().unwrap_or_else(|e| fail(&e));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .unwrap_or_else(|e| fail(&format!("cannot listen on {addr}: {e}")));
+    let names: Vec<&String> = config.datasets.keys().collect();
+    tracing::info!(%addr, datasets = ?names, "zarr-serve listening");
+    let grace = Duration::from_secs_f64(config.shutdown_grace_secs);
+    if let Err(e) = serve(listener, state, shutdown_signal(), grace).await {
+        tracing::error!(error = %e, "server error");
+        std::process::exit(1);
+    }
+    tracing::info!("zarr-serve stopped");
+}
+
+fn init_logging(config: &Config) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
+        .unwrap_or_else(|e| fail(&format!("invalid log_level '{}': {e}", config.log_level)));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if config.log_format == "json" {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutdown requested: finishing in-flight requests");
+}

@@ -1,7 +1,7 @@
 //! The engine against data written by zarr-python and tensorstore: every
 //! array of the fixture manifest, whole and through many selections, byte
 //! for byte against NumPy; corrupt data must fail as corrupt; unsupported
-//! arrays as unsupported. `ZARR_SERVE_FIXTURES` points at another generated
+//! arrays as unsupported. `ZARR_FIXTURES` points at another generated
 //! fixture directory (CI regenerates them from a fresh venv).
 
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use zarr_serve::engine::{CacheOptions, Caches, Dataset, Error, ReadOptions, Sele
 use zarr_serve::storage::{Store, StoreOptions};
 
 fn fixtures() -> PathBuf {
-    std::env::var_os("ZARR_SERVE_FIXTURES")
+    std::env::var_os("ZARR_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/interop"))
 }

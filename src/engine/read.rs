@@ -105,6 +105,16 @@ impl ReadPlan {
         self.node.array().expect("checked at planning")
     }
 
+    /// The resolved selection as text: equal for selections that pick the
+    /// same elements in the same layout, however they were written.
+    pub fn selection_key(&self) -> String {
+        self.dims
+            .iter()
+            .map(|d| format!("{}:{}:{}:{}", d.start, d.step, d.len, u8::from(d.dropped)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// Shape of the result (dropped dimensions removed).
     pub fn output_shape(&self) -> Vec<u64> {
         output_shape(&self.dims)

@@ -1,0 +1,423 @@
+//! Configuration: built-in defaults, then the config file, then
+//! `ZARR_SERVE_<KEY>` environment variables, then the command line.
+//!
+//! Datasets come from the command line (`PATH`, `--dataset NAME=URL`) if any
+//! are given there, else from `ZARR_SERVE_DATASETS` (`name=url,name=url`),
+//! else from the config file. With no argument at all, `config/default.toml`
+//! is read if it exists, which serves the sample dataset.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{CacheOptions, ReadOptions};
+use crate::storage::StoreOptions;
+
+/// `zarr-serve [PATH] [--config FILE] [--listen ADDR:PORT] [--dataset NAME=URL]...`
+#[derive(Debug, Parser)]
+#[command(
+    name = "zarr-serve",
+    version,
+    about = "Serve regions of Zarr v3 arrays over HTTP"
+)]
+pub struct Cli {
+    /// Serve this local directory as one dataset named after its last segment (without `.zarr`).
+    pub path: Option<PathBuf>,
+    /// Config file (TOML); default: config/default.toml when it exists.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// A dataset as NAME=URL (local path, file://, s3://, gs://, az://, http(s)://); may repeat.
+    #[arg(long = "dataset", value_name = "NAME=URL")]
+    pub datasets: Vec<String>,
+}
+
+/// One dataset in the config file.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetConfig {
+    /// Where the hierarchy root is.
+    pub url: String,
+    /// Shown in `/v1/datasets`.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Bearer token required to read this dataset (never shown or logged).
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Backend options (endpoint, region, allow_http, ...).
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+}
+
+/// The whole configuration; every key may be set as `ZARR_SERVE_<KEY>`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Listen address.
+    pub listen: String,
+    /// `text` or `json` log lines.
+    pub log_format: String,
+    /// tracing filter, e.g. `info` or `zarr_serve=debug`.
+    pub log_level: String,
+    /// Largest decoded response, in bytes (413 above it).
+    pub max_response_bytes: u64,
+    /// Time allowed to produce response headers, in seconds.
+    pub request_timeout_secs: f64,
+    /// Time allowed for one store request, in seconds.
+    pub store_timeout_secs: f64,
+    /// Retries of failed idempotent store requests (remote stores).
+    pub store_retries: usize,
+    /// Concurrent store requests per dataset.
+    pub store_max_concurrent_requests: usize,
+    /// How long parsed metadata is trusted, in seconds.
+    pub metadata_ttl_secs: f64,
+    /// Bytes of shard indexes cached.
+    pub shard_index_cache_bytes: u64,
+    /// Target bytes of one streamed slab.
+    pub slab_bytes: u64,
+    /// Inner-chunk ranges closer than this are fetched together.
+    pub coalesce_gap_bytes: u64,
+    /// Chunks or shards read at once per request.
+    pub read_concurrency: usize,
+    /// Region reads in flight at once; more wait (bounds decoded bytes held).
+    pub max_concurrent_reads: usize,
+    /// Origins allowed by CORS (`*` for any); empty: no CORS headers.
+    pub cors_origins: Vec<String>,
+    /// Seconds to finish in-flight requests after SIGTERM.
+    pub shutdown_grace_secs: f64,
+    /// The datasets by name.
+    pub datasets: BTreeMap<String, DatasetConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            log_format: "text".into(),
+            log_level: "info".into(),
+            max_response_bytes: 2 << 30,
+            request_timeout_secs: 60.0,
+            store_timeout_secs: 30.0,
+            store_retries: 3,
+            store_max_concurrent_requests: 64,
+            metadata_ttl_secs: 5.0,
+            shard_index_cache_bytes: 64 << 20,
+            slab_bytes: 16 << 20,
+            coalesce_gap_bytes: 256 << 10,
+            read_concurrency: 8,
+            max_concurrent_reads: 16,
+            cors_origins: vec![],
+            shutdown_grace_secs: 30.0,
+            datasets: BTreeMap::new(),
+        }
+    }
+}
+
+const DEFAULT_CONFIG: &str = "config/default.toml";
+
+impl Config {
+    /// Load from the command line and environment; `Err` is a one-line message.
+    pub fn load(cli: &Cli, env: &BTreeMap<String, String>) -> Result<Self, String> {
+        let file = cli
+            .config
+            .clone()
+            .or_else(|| env.get("ZARR_SERVE_CONFIG").map(PathBuf::from));
+        let mut config = match &file {
+            Some(path) => Self::from_file(path)?,
+            None if Path::new(DEFAULT_CONFIG).exists() => {
+                Self::from_file(Path::new(DEFAULT_CONFIG))?
+            }
+            None => Self::default(),
+        };
+        config.apply_env(env)?;
+        if let Some(listen) = &cli.listen {
+            config.listen = listen.clone();
+        }
+        let mut cli_datasets = BTreeMap::new();
+        if let Some(path) = &cli.path {
+            cli_datasets.insert(dataset_name_for(path)?, DatasetConfig::local(path));
+        }
+        for spec in &cli.datasets {
+            let (name, url) = parse_dataset_spec(spec, "--dataset")?;
+            cli_datasets.insert(name, DatasetConfig::url(url));
+        }
+        if !cli_datasets.is_empty() {
+            config.datasets = cli_datasets;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn from_file(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| {
+            format!(
+                "invalid config file {}: {}",
+                path.display(),
+                e.to_string().replace('\n', " ").trim()
+            )
+        })
+    }
+
+    fn apply_env(&mut self, env: &BTreeMap<String, String>) -> Result<(), String> {
+        // Each ZARR_SERVE_<KEY> is parsed as the TOML value of <key>, so the
+        // same types and checks apply as in the file; a bare string is quoted.
+        let mut table = toml::Table::new();
+        for (name, value) in env {
+            let Some(key) = name.strip_prefix("ZARR_SERVE_") else {
+                continue;
+            };
+            let key = key.to_ascii_lowercase();
+            match key.as_str() {
+                "config" => continue,
+                "datasets" => {
+                    let mut datasets = BTreeMap::new();
+                    for spec in value.split(',').filter(|s| !s.trim().is_empty()) {
+                        let (n, url) = parse_dataset_spec(spec.trim(), name)?;
+                        datasets.insert(n, DatasetConfig::url(url));
+                    }
+                    self.datasets = datasets;
+                    continue;
+                }
+                _ => {}
+            }
+            let parsed = format!("v = {value}")
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(value.clone()));
+            table.insert(key, parsed);
+        }
+        if table.is_empty() {
+            return Ok(());
+        }
+        let mut merged = toml::Table::try_from(&*self).map_err(|e| e.to_string())?;
+        for (k, v) in table {
+            merged.insert(k, v);
+        }
+        *self = merged.try_into().map_err(|e: toml::de::Error| {
+            format!(
+                "invalid environment: {}",
+                e.to_string().replace('\n', " ").trim()
+            )
+        })?;
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        self.listen_addr()?;
+        if !["text", "json"].contains(&self.log_format.as_str()) {
+            return Err(format!(
+                "invalid log_format '{}': expected text or json",
+                self.log_format
+            ));
+        }
+        for (name, secs) in [
+            ("request_timeout_secs", self.request_timeout_secs),
+            ("store_timeout_secs", self.store_timeout_secs),
+            ("metadata_ttl_secs", self.metadata_ttl_secs),
+            ("shutdown_grace_secs", self.shutdown_grace_secs),
+        ] {
+            if !(secs.is_finite() && secs >= 0.0 && secs < 1e7) {
+                return Err(format!("invalid {name} {secs}: expected seconds >= 0"));
+            }
+        }
+        for (name, n) in [
+            (
+                "store_max_concurrent_requests",
+                self.store_max_concurrent_requests,
+            ),
+            ("read_concurrency", self.read_concurrency),
+            ("max_concurrent_reads", self.max_concurrent_reads),
+        ] {
+            if n == 0 {
+                return Err(format!("invalid {name} 0: expected at least 1"));
+            }
+        }
+        if self.slab_bytes == 0 {
+            return Err("invalid slab_bytes 0: expected at least 1".into());
+        }
+        for name in self.datasets.keys() {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                || name.starts_with('.')
+            {
+                return Err(format!(
+                    "invalid dataset name '{name}': use letters, digits, '-', '_' and '.'"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parsed listen address.
+    pub fn listen_addr(&self) -> Result<SocketAddr, String> {
+        self.listen.parse().map_err(|_| {
+            format!(
+                "invalid listen address '{}': expected ADDR:PORT",
+                self.listen
+            )
+        })
+    }
+
+    /// Store limits and options for `dataset`.
+    pub fn store_options(&self, dataset: &DatasetConfig) -> StoreOptions {
+        StoreOptions {
+            timeout: Duration::from_secs_f64(self.store_timeout_secs),
+            retries: self.store_retries,
+            max_concurrent_requests: self.store_max_concurrent_requests,
+            backend: dataset.options.clone(),
+        }
+    }
+
+    /// Cache sizes.
+    pub fn cache_options(&self) -> CacheOptions {
+        CacheOptions {
+            metadata_ttl: Duration::from_secs_f64(self.metadata_ttl_secs),
+            shard_index_bytes: self.shard_index_cache_bytes,
+        }
+    }
+
+    /// Read tuning.
+    pub fn read_options(&self) -> ReadOptions {
+        ReadOptions {
+            slab_bytes: self.slab_bytes,
+            coalesce_gap: self.coalesce_gap_bytes,
+            concurrency: self.read_concurrency,
+        }
+    }
+}
+
+impl DatasetConfig {
+    fn url(url: String) -> Self {
+        Self {
+            url,
+            description: None,
+            token: None,
+            options: BTreeMap::new(),
+        }
+    }
+
+    fn local(path: &Path) -> Self {
+        Self::url(path.to_string_lossy().into_owned())
+    }
+}
+
+fn parse_dataset_spec(spec: &str, source: &str) -> Result<(String, String), String> {
+    match spec.split_once('=') {
+        Some((name, url)) if !name.is_empty() && !url.is_empty() => {
+            Ok((name.to_string(), url.to_string()))
+        }
+        _ => Err(format!("invalid {source} '{spec}': expected NAME=URL")),
+    }
+}
+
+/// `/data/ocean.zarr` -> `ocean`.
+fn dataset_name_for(path: &Path) -> Result<String, String> {
+    let last = path
+        .components()
+        .next_back()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|s| s != "/" && s != "." && s != "..")
+        .ok_or_else(|| {
+            format!(
+                "invalid PATH '{}': cannot name a dataset after it",
+                path.display()
+            )
+        })?;
+    Ok(last
+        .strip_suffix(".zarr")
+        .filter(|s| !s.is_empty())
+        .unwrap_or(&last)
+        .to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
+        let cli = Cli::try_parse_from(std::iter::once("zarr-serve").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::load(&cli, &env)
+    }
+
+    #[test]
+    fn path_names_the_dataset_and_flags_override() {
+        let c = load(
+            &["/data/ocean.zarr", "--listen", "0.0.0.0:9000"],
+            &[("ZARR_SERVE_MAX_RESPONSE_BYTES", "1000")],
+        )
+        .unwrap();
+        assert_eq!(c.datasets.keys().collect::<Vec<_>>(), ["ocean"]);
+        assert_eq!(c.listen, "0.0.0.0:9000");
+        assert_eq!(c.max_response_bytes, 1000);
+        let c = load(
+            &["--dataset", "a=s3://b/p", "--dataset", "b=/x"],
+            &[("ZARR_SERVE_DATASETS", "z=/z")],
+        )
+        .unwrap();
+        assert_eq!(c.datasets.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let c = load(
+            &[],
+            &[
+                ("ZARR_SERVE_DATASETS", "z=/z,y=/y"),
+                ("ZARR_SERVE_CORS_ORIGINS", "[\"*\"]"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.datasets.keys().collect::<Vec<_>>(), ["y", "z"]);
+        assert_eq!(c.cors_origins, ["*"]);
+    }
+
+    #[test]
+    fn invalid_values_are_named() {
+        let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+            (&["--listen", "nowhere"], &[], "nowhere"),
+            (&["--dataset", "novalue"], &[], "novalue"),
+            (
+                &[],
+                &[("ZARR_SERVE_MAX_RESPONSE_BYTES", "lots")],
+                "max_response_bytes",
+            ),
+            (&[], &[("ZARR_SERVE_LOG_FORMAT", "xml")], "xml"),
+            (&[], &[("ZARR_SERVE_NO_SUCH_KEY", "1")], "no_such_key"),
+            (
+                &[],
+                &[("ZARR_SERVE_READ_CONCURRENCY", "0")],
+                "read_concurrency",
+            ),
+            (
+                &["--config", "/no/such/file.toml"],
+                &[],
+                "/no/such/file.toml",
+            ),
+            (&["--bogus"], &[], "--bogus"),
+        ];
+        for (args, env, needle) in cases {
+            let err = load(args, env).unwrap_err();
+            assert!(err.contains(needle), "{args:?} {env:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn shipped_default_config_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG);
+        let c = Config::from_file(&path).unwrap();
+        assert!(c.datasets.contains_key("sample"));
+        c.validate().unwrap();
+    }
+}

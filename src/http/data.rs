@@ -1,0 +1,239 @@
+//! Region reads: `GET|HEAD /v1/datasets/{ds}/data/{path}?select=&format=`.
+//!
+//! Small results are read whole, then answered with an ETag computed from
+//! the versions of every key read. Results of several slabs are streamed:
+//! the versions are gathered first (shard indexes, or HEADs of chunks), the
+//! headers sent, then slab after slab is read pinned to those versions with
+//! one slab read ahead. An error after the headers aborts the connection
+//! short of `Content-Length`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use super::format::{json_body, npy_header, Format};
+use super::problem::ApiError;
+use super::AppState;
+use crate::engine::{Dataset, ReadPlan, Selection, Versions};
+use crate::metrics::Metrics;
+
+/// How long a read waits for a slot before the server answers 503.
+const READ_SLOT_WAIT: Duration = Duration::from_secs(5);
+
+/// `/v1/datasets/{ds}/data`: the root node.
+pub(super) async fn read_root(
+    State(state): State<Arc<AppState>>,
+    Path(ds): Path<String>,
+    RawQuery(query): RawQuery,
+    method: Method,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    region(&state, &ds, "", query.as_deref(), &method, &headers).await
+}
+
+/// `/v1/datasets/{ds}/data/{path}`
+pub(super) async fn read(
+    State(state): State<Arc<AppState>>,
+    Path((ds, path)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    method: Method,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    region(&state, &ds, &path, query.as_deref(), &method, &headers).await
+}
+
+/// `select` and `format` from the query string; each at most once.
+fn parse_query(query: Option<&str>) -> Result<(Option<String>, Option<String>), ApiError> {
+    let (mut select, mut format) = (None, None);
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let slot = match key.as_ref() {
+            "select" => &mut select,
+            "format" => &mut format,
+            _ => continue,
+        };
+        if slot.replace(value.into_owned()).is_some() {
+            return Err(ApiError::BadRequest(format!(
+                "query parameter '{key}' given more than once"
+            )));
+        }
+    }
+    Ok((select, format))
+}
+
+async fn region(
+    state: &AppState,
+    ds: &str,
+    path: &str,
+    query: Option<&str>,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let dataset = state.dataset(ds, headers)?;
+    let (select, format) = parse_query(query)?;
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Format::negotiate(format.as_deref(), accept)?;
+    let selection = Selection::parse(select.as_deref().unwrap_or(""))?;
+    let plan = dataset.plan_read(path, &selection).await?;
+    let requested = plan.output_bytes();
+    if requested > state.max_response_bytes {
+        return Err(ApiError::TooLarge {
+            requested,
+            limit: state.max_response_bytes,
+        });
+    }
+    let permit = tokio::time::timeout(READ_SLOT_WAIT, state.reads.clone().acquire_owned())
+        .await
+        .map_err(|_| {
+            state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+            ApiError::Overloaded("too many region reads in flight; retry shortly".into())
+        })?
+        .expect("read semaphore is never closed");
+    let (payload, length, versions) = if format != Format::Json && plan.slab_count() > 1 {
+        let versions = dataset.read_versions(&plan).await?;
+        let prefix = if format == Format::Npy {
+            npy_header(plan.array().data_type, &plan.output_shape())
+        } else {
+            vec![]
+        };
+        let length = prefix.len() as u64 + requested;
+        (Payload::Stream(prefix), length, versions)
+    } else {
+        let (data, versions) = dataset.read_all(&plan).await?;
+        let body = encode(format, &plan, data);
+        let length = body.len() as u64;
+        (Payload::Whole(body), length, versions)
+    };
+    let etag = etag_for(dataset, &plan, format, &versions);
+    let response = Response::builder()
+        .header(header::ETAG, &etag)
+        .header(
+            "zarr-shape",
+            plan.output_shape()
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .header("zarr-data-type", plan.array().data_type.name());
+    if if_none_match(headers, &etag) {
+        return Ok(response
+            .status(StatusCode::NOT_MODIFIED)
+            .body(Body::empty())
+            .expect("valid response"));
+    }
+    let response = response
+        .header(header::CONTENT_TYPE, format.media_type())
+        .header(header::CONTENT_LENGTH, length);
+    let body = match payload {
+        _ if method == Method::HEAD => Body::empty(),
+        Payload::Whole(bytes) => Body::from(bytes),
+        Payload::Stream(prefix) => stream(
+            state.metrics.clone(),
+            dataset.clone(),
+            plan,
+            versions,
+            prefix,
+            permit,
+        ),
+    };
+    Ok(response.body(body).expect("valid response"))
+}
+
+/// A response body: in memory, or streamed after a prefix (the npy header).
+enum Payload {
+    Whole(Bytes),
+    Stream(Vec<u8>),
+}
+
+fn encode(format: Format, plan: &ReadPlan, data: Vec<u8>) -> Bytes {
+    let data_type = plan.array().data_type;
+    match format {
+        Format::Binary => Bytes::from(data),
+        Format::Npy => {
+            let mut out = npy_header(data_type, &plan.output_shape());
+            out.extend_from_slice(&data);
+            Bytes::from(out)
+        }
+        Format::Json => Bytes::from(json_body(data_type, &plan.output_shape(), &data)),
+    }
+}
+
+/// Stream the slabs, one read ahead of the one being sent.
+fn stream(
+    metrics: Arc<Metrics>,
+    dataset: Dataset,
+    plan: ReadPlan,
+    versions: Versions,
+    prefix: Vec<u8>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+    tokio::spawn(async move {
+        let _permit = permit;
+        if !prefix.is_empty() && tx.send(Ok(Bytes::from(prefix))).await.is_err() {
+            return;
+        }
+        for slab in 0..plan.slab_count() {
+            match dataset.read_slab(&plan, slab, Some(&versions)).await {
+                Ok((data, _)) => {
+                    if tx.send(Ok(Bytes::from(data))).await.is_err() {
+                        return; // the client went away
+                    }
+                }
+                Err(e) => {
+                    metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(dataset = %dataset.name, path = %plan.node().path, error = %e, "region stream aborted");
+                    let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                    return;
+                }
+            }
+        }
+    });
+    Body::from_stream(tokio_stream(rx))
+}
+
+fn tokio_stream(
+    mut rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// A strong ETag naming the representation: dataset, node metadata
+/// version, selection, format, and the version of every key read.
+fn etag_for(dataset: &Dataset, plan: &ReadPlan, format: Format, versions: &Versions) -> String {
+    let mut h = Sha256::new();
+    h.update(dataset.name.as_bytes());
+    h.update([0]);
+    h.update(plan.node().path.as_bytes());
+    h.update([0]);
+    h.update(plan.node().etag.as_deref().unwrap_or("").as_bytes());
+    h.update([0]);
+    h.update(plan.selection_key().as_bytes());
+    h.update([0]);
+    h.update(format.tag().as_bytes());
+    for (key, version) in versions {
+        h.update([0]);
+        h.update(key.as_bytes());
+        h.update([1]);
+        h.update(version.as_deref().unwrap_or("-").as_bytes());
+    }
+    format!("\"{}\"", hex::encode(&h.finalize()[..16]))
+}
+
+/// Whether `If-None-Match` lists `etag` (weak comparison, `*` matches all).
+pub(super) fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    let bare = |t: &str| t.trim().trim_start_matches("W/").to_string();
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim() == "*" || bare(t) == bare(etag))
+}

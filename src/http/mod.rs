@@ -1,0 +1,263 @@
+//! The HTTP layer: routes, content negotiation, headers, errors. It knows
+//! the engine's API (datasets, nodes, read plans) but nothing of codecs.
+
+mod data;
+mod format;
+mod nodes;
+mod ops;
+mod passthrough;
+mod problem;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tokio::sync::Semaphore;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::compression::CompressionLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+pub use problem::ApiError;
+
+use crate::config::Config;
+use crate::engine::{Caches, Dataset};
+use crate::metrics::Metrics;
+use crate::storage::Store;
+
+/// A dataset as the HTTP layer serves it.
+#[derive(Debug)]
+pub struct ServedDataset {
+    /// The engine's dataset.
+    pub dataset: Dataset,
+    /// Bearer token required, if any (compared in constant time).
+    token: Option<String>,
+}
+
+/// Shared state of all handlers.
+#[derive(Debug)]
+pub struct AppState {
+    datasets: BTreeMap<String, ServedDataset>,
+    caches: Caches,
+    metrics: Arc<Metrics>,
+    max_response_bytes: u64,
+    request_timeout: Duration,
+    /// Region reads in flight; bounds the decoded bytes the process holds
+    /// under a flood of large requests (others wait, then get 503).
+    reads: Arc<Semaphore>,
+    cors_origins: Vec<String>,
+}
+
+impl AppState {
+    /// Build the state from a validated config: opens every dataset's store
+    /// (without contacting it: readiness checks that).
+    pub fn from_config(config: &Config) -> Result<Arc<Self>, String> {
+        let caches = Caches::new(&config.cache_options());
+        let mut datasets = BTreeMap::new();
+        for (name, ds) in &config.datasets {
+            let store = Store::open(&ds.url, &config.store_options(ds))
+                .map_err(|e| format!("dataset '{name}': {e}"))?;
+            let dataset = Dataset::new(
+                name,
+                ds.description.clone(),
+                store,
+                caches.clone(),
+                config.read_options(),
+            );
+            datasets.insert(
+                name.clone(),
+                ServedDataset {
+                    dataset,
+                    token: ds.token.clone(),
+                },
+            );
+        }
+        Ok(Arc::new(Self {
+            datasets,
+            caches,
+            metrics: Arc::default(),
+            max_response_bytes: config.max_response_bytes,
+            request_timeout: Duration::from_secs_f64(config.request_timeout_secs),
+            reads: Arc::new(Semaphore::new(config.max_concurrent_reads)),
+            cors_origins: config.cors_origins.clone(),
+        }))
+    }
+
+    /// The dataset `name`, if the request may read it.
+    fn dataset(&self, name: &str, headers: &HeaderMap) -> Result<&Dataset, ApiError> {
+        let served = self
+            .datasets
+            .get(name)
+            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
+        if let Some(token) = &served.token {
+            let given = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| {
+                    v.strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("bearer "))
+                })
+                .ok_or(ApiError::Unauthorized)?;
+            use subtle::ConstantTimeEq;
+            if !bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())) {
+                return Err(ApiError::Forbidden);
+            }
+        }
+        Ok(&served.dataset)
+    }
+}
+
+/// The application: every route of the v1 contract with its middleware.
+pub fn app(state: Arc<AppState>) -> Router {
+    let v1 = Router::new()
+        .route("/v1/datasets", get(nodes::list_datasets))
+        .route("/v1/datasets/{ds}/nodes", get(nodes::root_node))
+        .route("/v1/datasets/{ds}/nodes/", get(nodes::root_node))
+        .route("/v1/datasets/{ds}/nodes/{*path}", get(nodes::node))
+        .route(
+            "/v1/datasets/{ds}/data",
+            get(data::read_root).head(data::read_root),
+        )
+        .route(
+            "/v1/datasets/{ds}/data/",
+            get(data::read_root).head(data::read_root),
+        )
+        .route(
+            "/v1/datasets/{ds}/data/{*path}",
+            get(data::read).head(data::read),
+        )
+        .route(
+            "/v1/datasets/{ds}/zarr/{*key}",
+            get(passthrough::get).head(passthrough::get),
+        )
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.yaml", get(ops::openapi))
+        .fallback(|| async { ApiError::NotFound("no such route; see /openapi.yaml".into()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
+    v1.layer(middleware::from_fn_with_state(
+        state.clone(),
+        timeout_and_record,
+    ))
+    .layer(compression())
+    .layer(cors(&state.cors_origins))
+    .layer(CatchPanicLayer::custom(|_| {
+        ApiError::Internal.into_response()
+    }))
+    .with_state(state)
+}
+
+/// Compress on `Accept-Encoding`, but never partial content.
+fn compression() -> CompressionLayer<impl Predicate> {
+    let not_ranged = |status: axum::http::StatusCode,
+                      _: axum::http::Version,
+                      headers: &HeaderMap,
+                      _: &axum::http::Extensions| {
+        status != axum::http::StatusCode::PARTIAL_CONTENT
+            && !headers.contains_key(header::CONTENT_RANGE)
+    };
+    CompressionLayer::new()
+        .gzip(true)
+        .zstd(true)
+        .br(true)
+        .compress_when(DefaultPredicate::new().and(not_ranged))
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    let expose = [
+        header::ETAG,
+        header::CONTENT_LENGTH,
+        header::CONTENT_RANGE,
+        header::ACCEPT_RANGES,
+        header::LAST_MODIFIED,
+        header::HeaderName::from_static("zarr-shape"),
+        header::HeaderName::from_static("zarr-data-type"),
+    ];
+    let base = CorsLayer::new()
+        .allow_methods([Method::GET, Method::HEAD, Method::OPTIONS])
+        .allow_headers([
+            header::RANGE,
+            header::IF_NONE_MATCH,
+            header::ACCEPT,
+            header::AUTHORIZATION,
+            header::ACCEPT_ENCODING,
+        ])
+        .expose_headers(expose);
+    if origins.iter().any(|o| o == "*") {
+        base.allow_origin(AllowOrigin::any())
+    } else {
+        let list: Vec<HeaderValue> = origins
+            .iter()
+            .filter_map(|o| HeaderValue::from_str(o).ok())
+            .collect();
+        base.allow_origin(AllowOrigin::list(list))
+    }
+}
+
+/// The request timeout, metrics and one log line per request.
+async fn timeout_and_record(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let method = request.method().clone();
+    let uri = request.uri().path().to_string();
+    let response = match tokio::time::timeout(state.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout(state.request_timeout.as_secs_f64()).into_response(),
+    };
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    state.metrics.record(&route, status, elapsed);
+    let bytes = response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+        .to_string();
+    tracing::info!(
+        target: "zarr_serve::access",
+        %method, path = %uri, status, latency_ms = elapsed.as_secs_f64() * 1000.0, bytes = %bytes, "request"
+    );
+    response
+}
+
+/// Serve `app` on `listener` until `shutdown` resolves, then finish
+/// in-flight requests (at most `grace`).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    grace: Duration,
+) -> std::io::Result<()> {
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let signal = async move {
+        shutdown.await;
+        let _ = stopped_tx.send(());
+    };
+    let server = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
+    let drain_limit = async move {
+        let _ = stopped_rx.await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = server => result,
+        _ = drain_limit => {
+            tracing::warn!("in-flight requests did not finish within {grace:?}; exiting");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Errors as `application/problem+json` (RFC 9457); the status of every
+//! error is chosen in exactly one `match` ([`ApiError::status`]).
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::engine::Error as EngineError;
+use crate::storage::StoreError;
+
+/// Everything a handler can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// From the engine or the store.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Malformed request (query, header, path).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Unknown dataset or route.
+    #[error("{0}")]
+    NotFound(String),
+    /// `Accept` names no format the endpoint serves.
+    #[error("{0}")]
+    NotAcceptable(String),
+    /// The decoded response would exceed the limit.
+    #[error("the response would be {requested} bytes, more than max_response_bytes = {limit} bytes; select a smaller region")]
+    TooLarge {
+        /// Requested size in bytes.
+        requested: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// `Range` outside the object.
+    #[error("range not satisfiable: the object has {size} bytes")]
+    RangeNotSatisfiable {
+        /// Object size.
+        size: u64,
+    },
+    /// The dataset needs a bearer token and none was given.
+    #[error("this dataset requires 'Authorization: Bearer <token>'")]
+    Unauthorized,
+    /// The bearer token is wrong.
+    #[error("the bearer token is not valid for this dataset")]
+    Forbidden,
+    /// The method is not served on this path.
+    #[error("method not allowed on this path")]
+    MethodNotAllowed,
+    /// Too much work in flight.
+    #[error("the server is busy: {0}")]
+    Overloaded(String),
+    /// The request took longer than the request timeout.
+    #[error("the request did not complete within {0} s")]
+    Timeout(f64),
+    /// A bug: a handler panicked.
+    #[error("internal error")]
+    Internal,
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::Engine(EngineError::Store(e))
+    }
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        use EngineError as E;
+        match self {
+            ApiError::Engine(E::NotFound(_)) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Engine(E::InvalidRequest(_)) | ApiError::BadRequest(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::Engine(E::Store(StoreError::InvalidKey(_))) => StatusCode::BAD_REQUEST,
+            ApiError::Engine(E::Unsupported(_)) => StatusCode::NOT_IMPLEMENTED,
+            ApiError::Engine(E::Corrupt { .. }) => StatusCode::BAD_GATEWAY,
+            ApiError::Engine(E::Store(StoreError::Timeout(_))) | ApiError::Timeout(_) => {
+                StatusCode::GATEWAY_TIMEOUT
+            }
+            ApiError::Engine(E::Store(StoreError::RangeNotSatisfiable(_)))
+            | ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
+            ApiError::Engine(E::Store(_)) | ApiError::Overloaded(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.status() {
+            StatusCode::BAD_REQUEST => "invalid-request",
+            StatusCode::UNAUTHORIZED => "unauthorized",
+            StatusCode::FORBIDDEN => "forbidden",
+            StatusCode::NOT_FOUND => "not-found",
+            StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed",
+            StatusCode::NOT_ACCEPTABLE => "not-acceptable",
+            StatusCode::PAYLOAD_TOO_LARGE => "response-too-large",
+            StatusCode::RANGE_NOT_SATISFIABLE => "range-not-satisfiable",
+            StatusCode::NOT_IMPLEMENTED => "unsupported",
+            StatusCode::BAD_GATEWAY => "corrupt-data",
+            StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            StatusCode::GATEWAY_TIMEOUT => "timeout",
+            _ => "internal",
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let body = json!({
+            "type": format!("https://zarr-serve.dev/problems/{}", self.kind()),
+            "title": status.canonical_reason().unwrap_or("Error"),
+            "status": status.as_u16(),
+            "detail": self.to_string(),
+        });
+        let mut response = (status, body.to_string()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        match &self {
+            ApiError::Engine(EngineError::Store(_)) | ApiError::Overloaded(_)
+                if status == StatusCode::SERVICE_UNAVAILABLE =>
+            {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            ApiError::RangeNotSatisfiable { size }
+            | ApiError::Engine(EngineError::Store(StoreError::RangeNotSatisfiable(size))) => {
+                if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                    headers.insert(header::CONTENT_RANGE, v);
+                }
+            }
+            ApiError::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
+    }
+}

@@ -1,0 +1,101 @@
+//! Shared helpers: start the real server on an ephemeral port.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zarr_serve::config::{Config, DatasetConfig};
+use zarr_serve::http::{serve, AppState};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixtures() -> PathBuf {
+    std::env::var_os("ZARR_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("tests/fixtures/interop"))
+}
+
+pub fn manifest() -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(fixtures().join("manifest.json")).unwrap()).unwrap()
+}
+
+pub fn dataset(url: impl Into<String>) -> DatasetConfig {
+    DatasetConfig {
+        url: url.into(),
+        description: None,
+        token: None,
+        options: Default::default(),
+    }
+}
+
+/// A config serving the fixtures as `fixtures` and the sample as `sample`.
+pub fn config() -> Config {
+    let mut config = Config {
+        cors_origins: vec!["https://viewer.example".into()],
+        ..Config::default()
+    };
+    config.datasets.insert(
+        "fixtures".into(),
+        dataset(fixtures().join("data.zarr").to_string_lossy()),
+    );
+    config.datasets.insert(
+        "sample".into(),
+        dataset(repo().join("sample/sample.zarr").to_string_lossy()),
+    );
+    config
+}
+
+/// A running server; dropping it shuts the server down.
+pub struct Server {
+    pub base: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    pub handle: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Server {
+    pub async fn start(config: Config) -> Server {
+        let state: Arc<AppState> = AppState::from_config(&config).expect("valid config");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(serve(
+            listener,
+            state,
+            async move {
+                let _ = rx.await;
+            },
+            Duration::from_secs(10),
+        ));
+        Server {
+            base,
+            shutdown: Some(tx),
+            handle: Some(handle),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Ask for shutdown and wait until the server has stopped.
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.take().unwrap().send(());
+        self.handle.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}

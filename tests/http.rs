@@ -1,0 +1,777 @@
+//! The HTTP contract (api.md) against the real server on an ephemeral port.
+
+mod common;
+
+use common::{client, config, fixtures, manifest, Server};
+use reqwest::header;
+use serde_json::Value;
+use zarr_serve::config::Config;
+
+async fn get(server: &Server, path: &str) -> reqwest::Response {
+    client().get(server.url(path)).send().await.unwrap()
+}
+
+async fn problem(resp: reqwest::Response, status: u16) -> Value {
+    assert_eq!(resp.status().as_u16(), status, "{}", resp.url());
+    assert_eq!(
+        resp.headers()[header::CONTENT_TYPE],
+        "application/problem+json"
+    );
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["status"], status);
+    assert!(
+        body["type"].is_string() && body["title"].is_string() && body["detail"].is_string(),
+        "{body}"
+    );
+    body
+}
+
+fn expected(path: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(path)).unwrap()
+}
+
+fn array_entry(path: &str) -> Value {
+    manifest()["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"] == path)
+        .cloned()
+        .expect(path)
+}
+
+#[tokio::test]
+async fn operational_endpoints() {
+    let server = Server::start(config()).await;
+    let health = get(&server, "/healthz").await;
+    assert_eq!(
+        (health.status().as_u16(), health.text().await.unwrap()),
+        (200, "ok".to_string())
+    );
+    assert_eq!(get(&server, "/readyz").await.status(), 200);
+    let openapi = get(&server, "/openapi.yaml").await;
+    assert_eq!(openapi.status(), 200);
+    assert!(openapi.text().await.unwrap().contains("openapi: 3.1"));
+    let _ = get(
+        &server,
+        "/v1/datasets/fixtures/data/zarr_python/int16?select=0",
+    )
+    .await;
+    let metrics = get(&server, "/metrics").await.text().await.unwrap();
+    for family in [
+        "zarr_serve_requests_total{route=\"/v1/datasets/{ds}/data/{*path}\",status=\"200\"} 1",
+        "zarr_serve_request_duration_seconds_bucket",
+        "zarr_serve_store_requests_total{dataset=\"fixtures\"}",
+        "zarr_serve_store_bytes_total{dataset=\"fixtures\"}",
+        "zarr_serve_cache_hits_total{cache=\"metadata\"}",
+        "zarr_serve_cache_misses_total{cache=\"shard_index\"}",
+    ] {
+        assert!(metrics.contains(family), "{family} missing from\n{metrics}");
+    }
+}
+
+#[tokio::test]
+async fn readiness_names_an_unreachable_store() {
+    let mut cfg = config();
+    let mut s3 = common::dataset("s3://bucket/prefix");
+    s3.options
+        .insert("endpoint".into(), "http://127.0.0.1:9".into());
+    s3.options.insert("region".into(), "us-east-1".into());
+    s3.options.insert("allow_http".into(), "true".into());
+    s3.options
+        .insert("access_key_id".into(), "AKIDEXAMPLE".into());
+    s3.options
+        .insert("secret_access_key".into(), "very-secret-key".into());
+    cfg.datasets.insert("down".into(), s3);
+    cfg.store_retries = 0;
+    cfg.store_timeout_secs = 2.0;
+    let server = Server::start(cfg).await;
+    let ready = get(&server, "/readyz").await;
+    assert_eq!(ready.status(), 503);
+    let body = ready.text().await.unwrap();
+    assert!(
+        body.contains("down") && !body.contains("fixtures:"),
+        "{body}"
+    );
+    // Other datasets keep serving; the dead one answers 503 with Retry-After.
+    assert_eq!(
+        get(&server, "/v1/datasets/fixtures/nodes").await.status(),
+        200
+    );
+    let resp = get(&server, "/v1/datasets/down/nodes").await;
+    assert_eq!(resp.headers()[header::RETRY_AFTER], "1");
+    let detail = problem(resp, 503).await.to_string();
+    let listing = get(&server, "/v1/datasets").await.text().await.unwrap();
+    for text in [&detail, &listing, &body] {
+        assert!(
+            !text.contains("very-secret-key") && !text.contains("AKIDEXAMPLE"),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn datasets_and_node_documents() {
+    let server = Server::start(config()).await;
+    let list: Value = get(&server, "/v1/datasets").await.json().await.unwrap();
+    let names: Vec<&str> = list["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fixtures", "sample"]);
+
+    let root: Value = get(&server, "/v1/datasets/fixtures/nodes")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            root["path"].as_str(),
+            root["node_type"].as_str(),
+            root["implicit"].as_bool()
+        ),
+        (Some("/"), Some("group"), Some(false))
+    );
+    let children: Vec<&str> = root["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = children.clone();
+    sorted.sort();
+    assert_eq!(children, sorted);
+    assert!(
+        children.contains(&"implicit_parent") && !children.contains(&"README.txt"),
+        "{children:?}"
+    );
+    let implicit: Value = get(&server, "/v1/datasets/fixtures/nodes/implicit_parent")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (implicit["implicit"].as_bool(), &implicit["attributes"]),
+        (Some(true), &serde_json::json!({}))
+    );
+
+    let sample: Value = get(&server, "/v1/datasets/sample/nodes/temperature")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sample["path"], "/temperature");
+    assert_eq!(sample["chunk_shape"], serde_json::json!([16, 128, 128]));
+    assert_eq!(sample["read_chunk_shape"], serde_json::json!([4, 32, 32]));
+    assert_eq!(sample["chunk_grid_shape"], serde_json::json!([4, 2, 2]));
+    assert_eq!(sample["readable"], true);
+    assert_eq!(sample["metadata"]["node_type"], "array");
+
+    let unsupported: Value = get(
+        &server,
+        "/v1/datasets/fixtures/nodes/unsupported/unknown_codec",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(unsupported["readable"], false);
+    assert!(unsupported["unreadable_reason"]
+        .as_str()
+        .unwrap()
+        .contains("foo_codec"));
+
+    // Attributes exactly as stored, integers beyond 64 bits included.
+    let big = manifest()["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| {
+            a["features"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "big-int-attribute")
+        })
+        .cloned()
+        .unwrap();
+    let path = big["path"].as_str().unwrap();
+    let doc = get(&server, &format!("/v1/datasets/fixtures/nodes/{path}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let stored =
+        std::fs::read_to_string(fixtures().join("data.zarr").join(path).join("zarr.json")).unwrap();
+    let digits = stored
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|d| d.len() > 20)
+        .next()
+        .expect("a >64-bit integer");
+    assert!(doc.contains(digits), "{digits} not in {doc}");
+
+    problem(
+        get(&server, "/v1/datasets/fixtures/nodes/no/such/node").await,
+        404,
+    )
+    .await;
+    problem(get(&server, "/v1/datasets/nope/nodes").await, 404).await;
+    problem(
+        get(&server, "/v1/datasets/fixtures/nodes/a%2F..%2F..%2Fetc").await,
+        400,
+    )
+    .await;
+    let not_json = client()
+        .get(server.url("/v1/datasets/fixtures/nodes"))
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .unwrap();
+    problem(not_json, 406).await;
+}
+
+#[tokio::test]
+async fn region_formats_match_numpy() {
+    let server = Server::start(config()).await;
+    for path in [
+        "zarr_python/int16",
+        "tensorstore/shard_end_crc",
+        "zarr_python/complex128",
+    ] {
+        let Some(array) = manifest()["arrays"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["path"] == path)
+            .cloned()
+        else {
+            continue;
+        };
+        for sel in array["selections"].as_array().unwrap() {
+            let select = sel["select"].as_str().unwrap();
+            let want = expected(sel["expected"].as_str().unwrap());
+            let url = format!("/v1/datasets/fixtures/data/{path}");
+            let binary = client()
+                .get(server.url(&url))
+                .query(&[("select", select)])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(binary.status(), 200, "{path} {select}");
+            let shape: Vec<String> = sel["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+            assert_eq!(binary.headers()["zarr-shape"], shape.join(",").as_str());
+            assert_eq!(
+                binary.headers()["zarr-data-type"],
+                array["data_type"].as_str().unwrap()
+            );
+            assert_eq!(
+                binary.headers()[header::CONTENT_TYPE],
+                "application/octet-stream"
+            );
+            assert_eq!(
+                binary.headers()[header::CONTENT_LENGTH],
+                want.len().to_string().as_str()
+            );
+            assert_eq!(
+                binary.bytes().await.unwrap().to_vec(),
+                want,
+                "{path} {select}"
+            );
+
+            let npy = client()
+                .get(server.url(&url))
+                .query(&[("select", select)])
+                .header(header::ACCEPT, "application/x-npy")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(npy.headers()[header::CONTENT_TYPE], "application/x-npy");
+            let body = npy.bytes().await.unwrap();
+            assert_eq!(&body[..6], b"\x93NUMPY");
+            let header_len = u16::from_le_bytes([body[8], body[9]]) as usize;
+            assert_eq!(body[10 + header_len..].to_vec(), want);
+        }
+    }
+    let json: Value = get(
+        &server,
+        "/v1/datasets/fixtures/data/zarr_python/int16?select=0:2,0:3&format=json",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let raw = expected(
+        array_entry("zarr_python/int16")["expected"]
+            .as_str()
+            .unwrap(),
+    );
+    let cols = array_entry("zarr_python/int16")["shape"][1]
+        .as_u64()
+        .unwrap() as usize;
+    let at = |r: usize, c: usize| {
+        i16::from_le_bytes([raw[2 * (r * cols + c)], raw[2 * (r * cols + c) + 1]]) as i64
+    };
+    assert_eq!(json["shape"], serde_json::json!([2, 3]));
+    assert_eq!(json["data"][1][2].as_i64(), Some(at(1, 2)));
+    let scalar: Value = get(
+        &server,
+        "/v1/datasets/fixtures/data/zarr_python/int16?select=1,2&format=json",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(scalar["data"].as_i64(), Some(at(1, 2)));
+}
+
+#[tokio::test]
+async fn data_errors_follow_the_contract() {
+    let mut cfg = config();
+    cfg.max_response_bytes = 100;
+    let server = Server::start(cfg).await;
+    let base = "/v1/datasets/fixtures/data";
+    let e = problem(
+        get(&server, &format!("{base}/zarr_python/int16")).await,
+        413,
+    )
+    .await;
+    let detail = e["detail"].as_str().unwrap();
+    let size = 2 * array_entry("zarr_python/int16")["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .product::<u64>();
+    assert!(
+        detail.contains(&size.to_string()) && detail.contains("100"),
+        "{detail}"
+    );
+    problem(
+        get(
+            &server,
+            &format!("{base}/zarr_python/int16?select=0:1,0:1:0"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    problem(
+        get(&server, &format!("{base}/zarr_python/int16?select=abc")).await,
+        400,
+    )
+    .await;
+    problem(
+        get(&server, &format!("{base}/zarr_python/int16?select=1000,0")).await,
+        400,
+    )
+    .await;
+    problem(
+        get(
+            &server,
+            &format!("{base}/zarr_python/int16?select=0&select=1"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    problem(
+        get(
+            &server,
+            &format!("{base}/zarr_python/int16?select=0,0&format=csv"),
+        )
+        .await,
+        400,
+    )
+    .await;
+    let r = client()
+        .get(server.url(&format!("{base}/zarr_python/int16?select=0,0")))
+        .header(header::ACCEPT, "text/csv")
+        .send()
+        .await
+        .unwrap();
+    problem(r, 406).await;
+    problem(
+        get(&server, &format!("{base}/zarr_python?select=0")).await,
+        400,
+    )
+    .await;
+    problem(get(&server, base).await, 400).await;
+    problem(get(&server, &format!("{base}/no_such_array")).await, 404).await;
+    problem(get(&server, "/v1/datasets/nope/data/x").await, 404).await;
+    for case in manifest()["unsupported"].as_array().unwrap() {
+        problem(
+            get(
+                &server,
+                &format!("{base}/{}?select=0", case["path"].as_str().unwrap()),
+            )
+            .await,
+            501,
+        )
+        .await;
+    }
+    for case in manifest()["corrupt"].as_array().unwrap() {
+        let url = format!(
+            "{base}/{}?select={}",
+            case["path"].as_str().unwrap(),
+            case["select"].as_str().unwrap()
+        );
+        problem(get(&server, &url).await, 502).await;
+    }
+}
+
+#[tokio::test]
+async fn etags_heads_and_conditional_requests() {
+    let server = Server::start(config()).await;
+    let url = server.url("/v1/datasets/sample/data/temperature?select=0,0:8,0:8");
+    let first = client().get(&url).send().await.unwrap();
+    let etag = first.headers()[header::ETAG].to_str().unwrap().to_string();
+    assert!(
+        etag.starts_with('"') && !etag.starts_with("W/"),
+        "strong: {etag}"
+    );
+    let body = first.bytes().await.unwrap();
+    let head = client().head(&url).send().await.unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.headers()[header::ETAG], etag.as_str());
+    assert_eq!(
+        head.headers()[header::CONTENT_LENGTH],
+        body.len().to_string().as_str()
+    );
+    let cached = client()
+        .get(&url)
+        .header(header::IF_NONE_MATCH, &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cached.status(), 304);
+    let npy = client()
+        .get(format!("{url}&format=npy"))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(
+        npy.headers()[header::ETAG],
+        etag.as_str(),
+        "format changes the ETag"
+    );
+    let other = client()
+        .get(server.url("/v1/datasets/sample/data/temperature?select=1,0:8,0:8"))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(
+        other.headers()[header::ETAG],
+        etag.as_str(),
+        "selection changes the ETag"
+    );
+    let same = client()
+        .get(server.url("/v1/datasets/sample/data/temperature?select=[0,:8,-256:8]"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        same.headers()[header::ETAG],
+        etag.as_str(),
+        "the same elements written differently"
+    );
+}
+
+#[tokio::test]
+async fn large_responses_stream_and_match() {
+    let mut cfg = config();
+    cfg.slab_bytes = 64;
+    let server = Server::start(cfg).await;
+    let mut checked = 0;
+    for array in manifest()["arrays"].as_array().unwrap().iter().take(60) {
+        let path = array["path"].as_str().unwrap();
+        let want = expected(array["expected"].as_str().unwrap());
+        let resp = get(&server, &format!("/v1/datasets/fixtures/data/{path}")).await;
+        assert_eq!(resp.status(), 200, "{path}");
+        let length: usize = resp.headers()[header::CONTENT_LENGTH]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let body = resp.bytes().await.unwrap();
+        assert_eq!((length, body.to_vec()), (want.len(), want), "{path}");
+        checked += 1;
+    }
+    assert!(checked >= 50);
+    // The whole sample cube (16 MiB) in 64-byte-target slabs: far larger than any slab.
+    let resp = get(&server, "/v1/datasets/sample/data/temperature?format=npy").await;
+    let length: usize = resp.headers()[header::CONTENT_LENGTH]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(resp.bytes().await.unwrap().len(), length);
+}
+
+#[tokio::test]
+async fn an_error_mid_stream_cuts_the_connection_short() {
+    let mut cfg = config();
+    cfg.slab_bytes = 64;
+    let server = Server::start(cfg).await;
+    // Reversed rows: the corrupt chunk (row block 0) is in the last slab.
+    let resp = get(
+        &server,
+        "/v1/datasets/fixtures/data/corrupt/gzip_truncated?select=::-1",
+    )
+    .await;
+    assert_eq!(
+        resp.status(),
+        200,
+        "headers go out before the corrupt chunk is reached"
+    );
+    let length: usize = resp.headers()[header::CONTENT_LENGTH]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    match resp.bytes().await {
+        Ok(body) => assert!(body.len() < length, "a truncated body must not look whole"),
+        Err(_) => {}
+    }
+    let metrics = get(&server, "/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains("zarr_serve_stream_errors_total 1"),
+        "{metrics}"
+    );
+    assert_eq!(get(&server, "/healthz").await.status(), 200);
+}
+
+#[tokio::test]
+async fn passthrough_serves_raw_bytes_with_ranges() {
+    let server = Server::start(config()).await;
+    let key = "zarr_python/int16/zarr.json";
+    let stored = std::fs::read(fixtures().join("data.zarr").join(key)).unwrap();
+    let url = server.url(&format!("/v1/datasets/fixtures/zarr/{key}"));
+    let whole = client().get(&url).send().await.unwrap();
+    assert_eq!(whole.status(), 200);
+    assert_eq!(whole.headers()[header::ACCEPT_RANGES], "bytes");
+    assert!(whole.headers().contains_key(header::LAST_MODIFIED));
+    let etag = whole.headers()[header::ETAG].to_str().unwrap().to_string();
+    assert_eq!(whole.bytes().await.unwrap().to_vec(), stored);
+    let n = stored.len();
+    for (range, want, content_range) in [
+        ("bytes=0-9", &stored[..10], format!("bytes 0-9/{n}")),
+        ("bytes=5-", &stored[5..], format!("bytes 5-{}/{n}", n - 1)),
+        (
+            "bytes=-7",
+            &stored[n - 7..],
+            format!("bytes {}-{}/{n}", n - 7, n - 1),
+        ),
+    ] {
+        let resp = client()
+            .get(&url)
+            .header(header::RANGE, range)
+            .header(header::ACCEPT_ENCODING, "gzip")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 206, "{range}");
+        assert_eq!(
+            resp.headers()[header::CONTENT_RANGE],
+            content_range.as_str()
+        );
+        assert!(
+            !resp.headers().contains_key(header::CONTENT_ENCODING),
+            "ranged responses are never compressed"
+        );
+        assert_eq!(resp.bytes().await.unwrap().to_vec(), want.to_vec());
+    }
+    for range in ["bytes=-0", &format!("bytes={n}-"), "bytes=9-3"] {
+        let resp = client()
+            .get(&url)
+            .header(header::RANGE, range)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.headers()[header::CONTENT_RANGE],
+            format!("bytes */{n}").as_str()
+        );
+        problem(resp, 416).await;
+    }
+    let head = client().head(&url).send().await.unwrap();
+    assert_eq!(
+        (
+            head.status().as_u16(),
+            head.headers()[header::CONTENT_LENGTH].to_str().unwrap()
+        ),
+        (200, n.to_string().as_str())
+    );
+    let not_modified = client()
+        .get(&url)
+        .header(header::IF_NONE_MATCH, &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_modified.status(), 304);
+    problem(
+        get(
+            &server,
+            "/v1/datasets/fixtures/zarr/zarr_python/int16/c/99/99",
+        )
+        .await,
+        404,
+    )
+    .await;
+    problem(
+        get(&server, "/v1/datasets/fixtures/zarr/zarr_python").await,
+        404,
+    )
+    .await;
+}
+
+/// Send a request line as-is (HTTP clients normalise `..` and `%2e%2e` away).
+async fn raw_status(server: &Server, target: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = server.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn traversal_and_bad_keys_never_reach_the_store() {
+    let server = Server::start(config()).await;
+    let probes = [
+        "/v1/datasets/fixtures/zarr/..%2F..%2Fetc%2Fpasswd",
+        "/v1/datasets/fixtures/zarr/%2e%2e/%2e%2e/etc/passwd",
+        "/v1/datasets/fixtures/zarr/%252e%252e/etc/passwd",
+        "/v1/datasets/fixtures/zarr/zarr_python/./zarr.json",
+        "/v1/datasets/fixtures/zarr/a%5C..%5Cb",
+        "/v1/datasets/fixtures/zarr/%2Fetc%2Fpasswd",
+        "/v1/datasets/fixtures/zarr/a%00b",
+        "/v1/datasets/fixtures/zarr/a%0Ab",
+        "/v1/datasets/fixtures/zarr/zarr_python//zarr.json",
+        "/v1/datasets/fixtures/nodes/..%2F..",
+        "/v1/datasets/fixtures/data/..%2Fsample%2Ftemperature",
+        "/v1/datasets/fixtures/zarr/../../../etc/passwd",
+        "/v1/datasets/fixtures/zarr/zarr_python/../../x",
+        "/v1/datasets/fixtures/zarr/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd",
+        "/v1/datasets/fixtures/zarr/..%5C..%5Cwindows",
+        "/v1/datasets/fixtures/zarr/%C0%AE%C0%AE/etc",
+    ];
+    let before = get(&server, "/metrics").await.text().await.unwrap();
+    let count = |m: &str| {
+        m.lines()
+            .find(|l| l.starts_with("zarr_serve_store_requests_total{dataset=\"fixtures\"}"))
+            .map(str::to_string)
+    };
+    for probe in probes {
+        assert_eq!(raw_status(&server, probe).await, 400, "{probe}");
+    }
+    let after = get(&server, "/metrics").await.text().await.unwrap();
+    assert_eq!(count(&before), count(&after), "no store request was made");
+}
+
+#[tokio::test]
+async fn bearer_tokens_cors_and_compression() {
+    let mut cfg: Config = config();
+    cfg.datasets.get_mut("sample").unwrap().token = Some("s3cr3t-token".into());
+    let server = Server::start(cfg).await;
+    let url = server.url("/v1/datasets/sample/nodes");
+    problem(client().get(&url).send().await.unwrap(), 401).await;
+    problem(
+        client()
+            .get(&url)
+            .bearer_auth("wrong")
+            .send()
+            .await
+            .unwrap(),
+        403,
+    )
+    .await;
+    assert_eq!(
+        client()
+            .get(&url)
+            .bearer_auth("s3cr3t-token")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let listing = get(&server, "/v1/datasets").await.text().await.unwrap();
+    assert!(!listing.contains("s3cr3t"));
+
+    let allowed = client()
+        .get(server.url("/v1/datasets"))
+        .header(header::ORIGIN, "https://viewer.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        allowed.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "https://viewer.example"
+    );
+    let other = client()
+        .get(server.url("/v1/datasets"))
+        .header(header::ORIGIN, "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(!other
+        .headers()
+        .contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN));
+
+    for encoding in ["gzip", "zstd", "br"] {
+        let resp = client()
+            .get(server.url("/v1/datasets/fixtures/nodes"))
+            .header(header::ACCEPT_ENCODING, encoding)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()[header::CONTENT_ENCODING], encoding);
+    }
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_are_problems() {
+    let server = Server::start(config()).await;
+    problem(get(&server, "/v2/nothing").await, 404).await;
+    let post = client()
+        .post(server.url("/v1/datasets"))
+        .send()
+        .await
+        .unwrap();
+    problem(post, 405).await;
+}
+
+#[tokio::test]
+async fn shutdown_finishes_in_flight_requests() {
+    let mut cfg = config();
+    cfg.slab_bytes = 4096;
+    let server = Server::start(cfg).await;
+    let url = server.url("/v1/datasets/sample/data/temperature");
+    let resp = client().get(&url).send().await.unwrap();
+    let length: usize = resp.headers()[header::CONTENT_LENGTH]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let reading = tokio::spawn(async move { resp.bytes().await.map(|b| b.len()) });
+    server.stop().await;
+    assert_eq!(
+        reading.await.unwrap().unwrap(),
+        length,
+        "the in-flight response completed"
+    );
+}

@@ -36,6 +36,9 @@ pub struct Cli {
     /// A dataset as NAME=URL (local path, file://, s3://, gs://, az://, http(s)://); may repeat.
     #[arg(long = "dataset", value_name = "NAME=URL")]
     pub datasets: Vec<String>,
+    /// Probe this configuration's listen address: exit 0 if `/healthz` answers 200 (for container health checks).
+    #[arg(long)]
+    pub healthcheck: bool,
 }
 
 /// One dataset in the config file.
@@ -225,7 +228,7 @@ impl Config {
             ("metadata_ttl_secs", self.metadata_ttl_secs),
             ("shutdown_grace_secs", self.shutdown_grace_secs),
         ] {
-            if !(secs.is_finite() && secs >= 0.0 && secs < 1e7) {
+            if !(0.0..1e7).contains(&secs) {
                 return Err(format!("invalid {name} {secs}: expected seconds >= 0"));
             }
         }
@@ -385,7 +388,8 @@ mod tests {
 
     #[test]
     fn invalid_values_are_named() {
-        let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+        type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
             (&["--listen", "nowhere"], &[], "nowhere"),
             (&["--dataset", "novalue"], &[], "novalue"),
             (

@@ -29,6 +29,9 @@ async fn main() {
     });
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let config = Config::load(&cli, &env).unwrap_or_else(|e| fail(&e));
+    if cli.healthcheck {
+        std::process::exit(healthcheck(&config).await);
+    }
     init_logging(&config);
     let state = AppState::from_config(&config).unwrap_or_else(|e| fail(&e));
     let addr = config.listen_addr().unwrap_or_else(|e| fail(&e));
@@ -43,6 +46,27 @@ async fn main() {
         std::process::exit(1);
     }
     tracing::info!("zarr-serve stopped");
+}
+
+/// GET /healthz on the configured address with a bare HTTP/1.1 request.
+async fn healthcheck(config: &Config) -> i32 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut addr = config.listen_addr().unwrap_or_else(|e| fail(&e));
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        let request = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.ok()?;
+        Some(response.starts_with(b"HTTP/1.1 200"))
+    };
+    match tokio::time::timeout(Duration::from_secs(3), probe).await {
+        Ok(Some(true)) => 0,
+        _ => 1,
+    }
 }
 
 fn init_logging(config: &Config) {

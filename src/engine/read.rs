@@ -73,7 +73,10 @@ impl ReadPlan {
         let dims = selection.resolve(&meta.shape)?;
         let slab_dim = dims.iter().position(|d| d.len > 1);
         let slabs = match slab_dim {
-            None => vec![0..dims.iter().map(|d| d.len).product::<u64>().min(1)],
+            None => {
+                let single = 0..dims.iter().map(|d| d.len).product::<u64>().min(1);
+                vec![single]
+            }
             Some(s) => {
                 let row_bytes: u64 = dims[s + 1..].iter().map(|d| d.len).product::<u64>()
                     * meta.data_type.size() as u64;

@@ -15,6 +15,9 @@ use crate::engine::cache::CacheStats;
 use crate::metrics::{escape, family};
 use crate::storage::StoreStats;
 
+/// Picks one counter of a store's stats.
+type StatOf = fn(&StoreStats) -> &AtomicU64;
+
 type CacheReport<'a> = (&'static str, u64, u64, &'a CacheStats);
 
 /// `GET /healthz`: 200 while the process serves.
@@ -50,7 +53,7 @@ pub(super) async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoRespo
 /// `GET /metrics`: Prometheus text format.
 pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let body = state.metrics.render(|out| {
-        let per_dataset = |get: fn(&StoreStats) -> &AtomicU64| -> Vec<(String, u64)> {
+        let per_dataset = |get: StatOf| -> Vec<(String, u64)> {
             let stats = state
                 .datasets
                 .iter()
@@ -64,7 +67,7 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResp
                 })
                 .collect()
         };
-        let store_families: [(&str, &str, fn(&StoreStats) -> &AtomicU64); 4] = [
+        let store_families: [(&str, &str, StatOf); 4] = [
             (
                 "zarr_serve_store_requests_total",
                 "Store requests by dataset.",

@@ -19,11 +19,7 @@ use crate::storage::StoreOptions;
 
 /// `zarr-serve [PATH] [--config FILE] [--listen ADDR:PORT] [--dataset NAME=URL]...`
 #[derive(Debug, Parser)]
-#[command(
-    name = "zarr-serve",
-    version,
-    about = "Serve regions of Zarr v3 arrays over HTTP"
-)]
+#[command(name = "zarr-serve", version, about = "Serve regions of Zarr v3 arrays over HTTP")]
 pub struct Cli {
     /// Serve this local directory as one dataset named after its last segment (without `.zarr`).
     pub path: Option<PathBuf>,
@@ -82,6 +78,9 @@ pub struct Config {
     pub metadata_ttl_secs: f64,
     /// Bytes of shard indexes cached.
     pub shard_index_cache_bytes: u64,
+    /// Bytes of decoded inner chunks cached for small reads (0: off). Hits make
+    /// no store request, so they may be stale for up to `metadata_ttl_secs`.
+    pub decoded_chunk_cache_bytes: u64,
     /// Target bytes of one streamed slab.
     pub slab_bytes: u64,
     /// Inner-chunk ranges closer than this are fetched together.
@@ -111,6 +110,7 @@ impl Default for Config {
             store_max_concurrent_requests: 64,
             metadata_ttl_secs: 5.0,
             shard_index_cache_bytes: 64 << 20,
+            decoded_chunk_cache_bytes: 0,
             slab_bytes: 16 << 20,
             coalesce_gap_bytes: 256 << 10,
             read_concurrency: 8,
@@ -133,9 +133,7 @@ impl Config {
             .or_else(|| env.get("ZARR_SERVE_CONFIG").map(PathBuf::from));
         let mut config = match &file {
             Some(path) => Self::from_file(path)?,
-            None if Path::new(DEFAULT_CONFIG).exists() => {
-                Self::from_file(Path::new(DEFAULT_CONFIG))?
-            }
+            None if Path::new(DEFAULT_CONFIG).exists() => Self::from_file(Path::new(DEFAULT_CONFIG))?,
             None => Self::default(),
         };
         config.apply_env(env)?;
@@ -158,8 +156,8 @@ impl Config {
     }
 
     fn from_file(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
         toml::from_str(&text).map_err(|e| {
             format!(
                 "invalid config file {}: {}",
@@ -206,10 +204,7 @@ impl Config {
             merged.insert(k, v);
         }
         *self = merged.try_into().map_err(|e: toml::de::Error| {
-            format!(
-                "invalid environment: {}",
-                e.to_string().replace('\n', " ").trim()
-            )
+            format!("invalid environment: {}", e.to_string().replace('\n', " ").trim())
         })?;
         Ok(())
     }
@@ -233,10 +228,7 @@ impl Config {
             }
         }
         for (name, n) in [
-            (
-                "store_max_concurrent_requests",
-                self.store_max_concurrent_requests,
-            ),
+            ("store_max_concurrent_requests", self.store_max_concurrent_requests),
             ("read_concurrency", self.read_concurrency),
             ("max_concurrent_reads", self.max_concurrent_reads),
         ] {
@@ -249,9 +241,7 @@ impl Config {
         }
         for name in self.datasets.keys() {
             if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
                 || name.starts_with('.')
             {
                 return Err(format!(
@@ -264,12 +254,9 @@ impl Config {
 
     /// The parsed listen address.
     pub fn listen_addr(&self) -> Result<SocketAddr, String> {
-        self.listen.parse().map_err(|_| {
-            format!(
-                "invalid listen address '{}': expected ADDR:PORT",
-                self.listen
-            )
-        })
+        self.listen
+            .parse()
+            .map_err(|_| format!("invalid listen address '{}': expected ADDR:PORT", self.listen))
     }
 
     /// Store limits and options for `dataset`.
@@ -287,6 +274,7 @@ impl Config {
         CacheOptions {
             metadata_ttl: Duration::from_secs_f64(self.metadata_ttl_secs),
             shard_index_bytes: self.shard_index_cache_bytes,
+            decoded_chunk_bytes: self.decoded_chunk_cache_bytes,
         }
     }
 
@@ -317,9 +305,7 @@ impl DatasetConfig {
 
 fn parse_dataset_spec(spec: &str, source: &str) -> Result<(String, String), String> {
     match spec.split_once('=') {
-        Some((name, url)) if !name.is_empty() && !url.is_empty() => {
-            Ok((name.to_string(), url.to_string()))
-        }
+        Some((name, url)) if !name.is_empty() && !url.is_empty() => Ok((name.to_string(), url.to_string())),
         _ => Err(format!("invalid {source} '{spec}': expected NAME=URL")),
     }
 }
@@ -331,12 +317,7 @@ fn dataset_name_for(path: &Path) -> Result<String, String> {
         .next_back()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .filter(|s| s != "/" && s != "." && s != "..")
-        .ok_or_else(|| {
-            format!(
-                "invalid PATH '{}': cannot name a dataset after it",
-                path.display()
-            )
-        })?;
+        .ok_or_else(|| format!("invalid PATH '{}': cannot name a dataset after it", path.display()))?;
     Ok(last
         .strip_suffix(".zarr")
         .filter(|s| !s.is_empty())
@@ -351,10 +332,7 @@ mod tests {
     fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
         let cli = Cli::try_parse_from(std::iter::once("zarr-serve").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
-        let env = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::load(&cli, &env)
     }
 
@@ -392,23 +370,11 @@ mod tests {
         let cases: &[Case] = &[
             (&["--listen", "nowhere"], &[], "nowhere"),
             (&["--dataset", "novalue"], &[], "novalue"),
-            (
-                &[],
-                &[("ZARR_SERVE_MAX_RESPONSE_BYTES", "lots")],
-                "max_response_bytes",
-            ),
+            (&[], &[("ZARR_SERVE_MAX_RESPONSE_BYTES", "lots")], "max_response_bytes"),
             (&[], &[("ZARR_SERVE_LOG_FORMAT", "xml")], "xml"),
             (&[], &[("ZARR_SERVE_NO_SUCH_KEY", "1")], "no_such_key"),
-            (
-                &[],
-                &[("ZARR_SERVE_READ_CONCURRENCY", "0")],
-                "read_concurrency",
-            ),
-            (
-                &["--config", "/no/such/file.toml"],
-                &[],
-                "/no/such/file.toml",
-            ),
+            (&[], &[("ZARR_SERVE_READ_CONCURRENCY", "0")], "read_concurrency"),
+            (&["--config", "/no/such/file.toml"], &[], "/no/such/file.toml"),
             (&["--bogus"], &[], "--bogus"),
         ];
         for (args, env, needle) in cases {

@@ -69,7 +69,10 @@ impl Metrics {
         for (route, h) in self.latency.lock().expect("metrics lock").iter() {
             let route = escape(route);
             for (bound, n) in BUCKETS.iter().zip(h.counts) {
-                let _ = writeln!(out, "zarr_serve_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}");
+                let _ = writeln!(
+                    out,
+                    "zarr_serve_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}"
+                );
             }
             let _ = writeln!(
                 out,
@@ -121,8 +124,5 @@ pub fn family(out: &mut String, name: &str, help: &str, kind: &str, samples: &[(
 
 /// Escape a label value.
 pub fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }

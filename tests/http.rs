@@ -13,10 +13,7 @@ async fn get(server: &Server, path: &str) -> reqwest::Response {
 
 async fn problem(resp: reqwest::Response, status: u16) -> Value {
     assert_eq!(resp.status().as_u16(), status, "{}", resp.url());
-    assert_eq!(
-        resp.headers()[header::CONTENT_TYPE],
-        "application/problem+json"
-    );
+    assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/problem+json");
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["status"], status);
     assert!(
@@ -52,11 +49,7 @@ async fn operational_endpoints() {
     let openapi = get(&server, "/openapi.yaml").await;
     assert_eq!(openapi.status(), 200);
     assert!(openapi.text().await.unwrap().contains("openapi: 3.1"));
-    let _ = get(
-        &server,
-        "/v1/datasets/fixtures/data/zarr_python/int16?select=0",
-    )
-    .await;
+    let _ = get(&server, "/v1/datasets/fixtures/data/zarr_python/int16?select=0").await;
     let metrics = get(&server, "/metrics").await.text().await.unwrap();
     for family in [
         "zarr_serve_requests_total{route=\"/v1/datasets/{ds}/data/{*path}\",status=\"200\"} 1",
@@ -74,14 +67,11 @@ async fn operational_endpoints() {
 async fn readiness_names_an_unreachable_store() {
     let mut cfg = config();
     let mut s3 = common::dataset("s3://bucket/prefix");
-    s3.options
-        .insert("endpoint".into(), "http://127.0.0.1:9".into());
+    s3.options.insert("endpoint".into(), "http://127.0.0.1:9".into());
     s3.options.insert("region".into(), "us-east-1".into());
     s3.options.insert("allow_http".into(), "true".into());
-    s3.options
-        .insert("access_key_id".into(), "AKIDEXAMPLE".into());
-    s3.options
-        .insert("secret_access_key".into(), "very-secret-key".into());
+    s3.options.insert("access_key_id".into(), "AKIDEXAMPLE".into());
+    s3.options.insert("secret_access_key".into(), "very-secret-key".into());
     cfg.datasets.insert("down".into(), s3);
     cfg.store_retries = 0;
     cfg.store_timeout_secs = 2.0;
@@ -89,15 +79,9 @@ async fn readiness_names_an_unreachable_store() {
     let ready = get(&server, "/readyz").await;
     assert_eq!(ready.status(), 503);
     let body = ready.text().await.unwrap();
-    assert!(
-        body.contains("down") && !body.contains("fixtures:"),
-        "{body}"
-    );
+    assert!(body.contains("down") && !body.contains("fixtures:"), "{body}");
     // Other datasets keep serving; the dead one answers 503 with Retry-After.
-    assert_eq!(
-        get(&server, "/v1/datasets/fixtures/nodes").await.status(),
-        200
-    );
+    assert_eq!(get(&server, "/v1/datasets/fixtures/nodes").await.status(), 200);
     let resp = get(&server, "/v1/datasets/down/nodes").await;
     assert_eq!(resp.headers()[header::RETRY_AFTER], "1");
     let detail = problem(resp, 503).await.to_string();
@@ -122,11 +106,7 @@ async fn datasets_and_node_documents() {
         .collect();
     assert_eq!(names, ["fixtures", "sample"]);
 
-    let root: Value = get(&server, "/v1/datasets/fixtures/nodes")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let root: Value = get(&server, "/v1/datasets/fixtures/nodes").await.json().await.unwrap();
     assert_eq!(
         (
             root["path"].as_str(),
@@ -170,19 +150,13 @@ async fn datasets_and_node_documents() {
     assert_eq!(sample["readable"], true);
     assert_eq!(sample["metadata"]["node_type"], "array");
 
-    let unsupported: Value = get(
-        &server,
-        "/v1/datasets/fixtures/nodes/unsupported/unknown_codec",
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let unsupported: Value = get(&server, "/v1/datasets/fixtures/nodes/unsupported/unknown_codec")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(unsupported["readable"], false);
-    assert!(unsupported["unreadable_reason"]
-        .as_str()
-        .unwrap()
-        .contains("foo_codec"));
+    assert!(unsupported["unreadable_reason"].as_str().unwrap().contains("foo_codec"));
 
     // Attributes exactly as stored, integers beyond 64 bits included.
     let big = manifest()["arrays"]
@@ -204,25 +178,16 @@ async fn datasets_and_node_documents() {
         .text()
         .await
         .unwrap();
-    let stored =
-        std::fs::read_to_string(fixtures().join("data.zarr").join(path).join("zarr.json")).unwrap();
+    let stored = std::fs::read_to_string(fixtures().join("data.zarr").join(path).join("zarr.json")).unwrap();
     let digits = stored
         .split(|c: char| !c.is_ascii_digit())
         .find(|d| d.len() > 20)
         .expect("a >64-bit integer");
     assert!(doc.contains(digits), "{digits} not in {doc}");
 
-    problem(
-        get(&server, "/v1/datasets/fixtures/nodes/no/such/node").await,
-        404,
-    )
-    .await;
+    problem(get(&server, "/v1/datasets/fixtures/nodes/no/such/node").await, 404).await;
     problem(get(&server, "/v1/datasets/nope/nodes").await, 404).await;
-    problem(
-        get(&server, "/v1/datasets/fixtures/nodes/a%2F..%2F..%2Fetc").await,
-        400,
-    )
-    .await;
+    problem(get(&server, "/v1/datasets/fixtures/nodes/a%2F..%2F..%2Fetc").await, 400).await;
     let not_json = client()
         .get(server.url("/v1/datasets/fixtures/nodes"))
         .header(header::ACCEPT, "text/html")
@@ -260,30 +225,15 @@ async fn region_formats_match_numpy() {
                 .await
                 .unwrap();
             assert_eq!(binary.status(), 200, "{path} {select}");
-            let shape: Vec<String> = sel["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|n| n.to_string())
-                .collect();
+            let shape: Vec<String> = sel["shape"].as_array().unwrap().iter().map(|n| n.to_string()).collect();
             assert_eq!(binary.headers()["zarr-shape"], shape.join(",").as_str());
-            assert_eq!(
-                binary.headers()["zarr-data-type"],
-                array["data_type"].as_str().unwrap()
-            );
-            assert_eq!(
-                binary.headers()[header::CONTENT_TYPE],
-                "application/octet-stream"
-            );
+            assert_eq!(binary.headers()["zarr-data-type"], array["data_type"].as_str().unwrap());
+            assert_eq!(binary.headers()[header::CONTENT_TYPE], "application/octet-stream");
             assert_eq!(
                 binary.headers()[header::CONTENT_LENGTH],
                 want.len().to_string().as_str()
             );
-            assert_eq!(
-                binary.bytes().await.unwrap().to_vec(),
-                want,
-                "{path} {select}"
-            );
+            assert_eq!(binary.bytes().await.unwrap().to_vec(), want, "{path} {select}");
 
             let npy = client()
                 .get(server.url(&url))
@@ -307,17 +257,9 @@ async fn region_formats_match_numpy() {
     .json()
     .await
     .unwrap();
-    let raw = expected(
-        array_entry("zarr_python/int16")["expected"]
-            .as_str()
-            .unwrap(),
-    );
-    let cols = array_entry("zarr_python/int16")["shape"][1]
-        .as_u64()
-        .unwrap() as usize;
-    let at = |r: usize, c: usize| {
-        i16::from_le_bytes([raw[2 * (r * cols + c)], raw[2 * (r * cols + c) + 1]]) as i64
-    };
+    let raw = expected(array_entry("zarr_python/int16")["expected"].as_str().unwrap());
+    let cols = array_entry("zarr_python/int16")["shape"][1].as_u64().unwrap() as usize;
+    let at = |r: usize, c: usize| i16::from_le_bytes([raw[2 * (r * cols + c)], raw[2 * (r * cols + c) + 1]]) as i64;
     assert_eq!(json["shape"], serde_json::json!([2, 3]));
     assert_eq!(json["data"][1][2].as_i64(), Some(at(1, 2)));
     let scalar: Value = get(
@@ -337,11 +279,7 @@ async fn data_errors_follow_the_contract() {
     cfg.max_response_bytes = 100;
     let server = Server::start(cfg).await;
     let base = "/v1/datasets/fixtures/data";
-    let e = problem(
-        get(&server, &format!("{base}/zarr_python/int16")).await,
-        413,
-    )
-    .await;
+    let e = problem(get(&server, &format!("{base}/zarr_python/int16")).await, 413).await;
     let detail = e["detail"].as_str().unwrap();
     let size = 2 * array_entry("zarr_python/int16")["shape"]
         .as_array()
@@ -349,44 +287,25 @@ async fn data_errors_follow_the_contract() {
         .iter()
         .map(|n| n.as_u64().unwrap())
         .product::<u64>();
-    assert!(
-        detail.contains(&size.to_string()) && detail.contains("100"),
-        "{detail}"
-    );
+    assert!(detail.contains(&size.to_string()) && detail.contains("100"), "{detail}");
     problem(
-        get(
-            &server,
-            &format!("{base}/zarr_python/int16?select=0:1,0:1:0"),
-        )
-        .await,
+        get(&server, &format!("{base}/zarr_python/int16?select=0:1,0:1:0")).await,
         400,
     )
     .await;
-    problem(
-        get(&server, &format!("{base}/zarr_python/int16?select=abc")).await,
-        400,
-    )
-    .await;
+    problem(get(&server, &format!("{base}/zarr_python/int16?select=abc")).await, 400).await;
     problem(
         get(&server, &format!("{base}/zarr_python/int16?select=1000,0")).await,
         400,
     )
     .await;
     problem(
-        get(
-            &server,
-            &format!("{base}/zarr_python/int16?select=0&select=1"),
-        )
-        .await,
+        get(&server, &format!("{base}/zarr_python/int16?select=0&select=1")).await,
         400,
     )
     .await;
     problem(
-        get(
-            &server,
-            &format!("{base}/zarr_python/int16?select=0,0&format=csv"),
-        )
-        .await,
+        get(&server, &format!("{base}/zarr_python/int16?select=0,0&format=csv")).await,
         400,
     )
     .await;
@@ -397,21 +316,13 @@ async fn data_errors_follow_the_contract() {
         .await
         .unwrap();
     problem(r, 406).await;
-    problem(
-        get(&server, &format!("{base}/zarr_python?select=0")).await,
-        400,
-    )
-    .await;
+    problem(get(&server, &format!("{base}/zarr_python?select=0")).await, 400).await;
     problem(get(&server, base).await, 400).await;
     problem(get(&server, &format!("{base}/no_such_array")).await, 404).await;
     problem(get(&server, "/v1/datasets/nope/data/x").await, 404).await;
     for case in manifest()["unsupported"].as_array().unwrap() {
         problem(
-            get(
-                &server,
-                &format!("{base}/{}?select=0", case["path"].as_str().unwrap()),
-            )
-            .await,
+            get(&server, &format!("{base}/{}?select=0", case["path"].as_str().unwrap())).await,
             501,
         )
         .await;
@@ -432,18 +343,12 @@ async fn etags_heads_and_conditional_requests() {
     let url = server.url("/v1/datasets/sample/data/temperature?select=0,0:8,0:8");
     let first = client().get(&url).send().await.unwrap();
     let etag = first.headers()[header::ETAG].to_str().unwrap().to_string();
-    assert!(
-        etag.starts_with('"') && !etag.starts_with("W/"),
-        "strong: {etag}"
-    );
+    assert!(etag.starts_with('"') && !etag.starts_with("W/"), "strong: {etag}");
     let body = first.bytes().await.unwrap();
     let head = client().head(&url).send().await.unwrap();
     assert_eq!(head.status(), 200);
     assert_eq!(head.headers()[header::ETAG], etag.as_str());
-    assert_eq!(
-        head.headers()[header::CONTENT_LENGTH],
-        body.len().to_string().as_str()
-    );
+    assert_eq!(head.headers()[header::CONTENT_LENGTH], body.len().to_string().as_str());
     let cached = client()
         .get(&url)
         .header(header::IF_NONE_MATCH, &etag)
@@ -451,16 +356,8 @@ async fn etags_heads_and_conditional_requests() {
         .await
         .unwrap();
     assert_eq!(cached.status(), 304);
-    let npy = client()
-        .get(format!("{url}&format=npy"))
-        .send()
-        .await
-        .unwrap();
-    assert_ne!(
-        npy.headers()[header::ETAG],
-        etag.as_str(),
-        "format changes the ETag"
-    );
+    let npy = client().get(format!("{url}&format=npy")).send().await.unwrap();
+    assert_ne!(npy.headers()[header::ETAG], etag.as_str(), "format changes the ETag");
     let other = client()
         .get(server.url("/v1/datasets/sample/data/temperature?select=1,0:8,0:8"))
         .send()
@@ -520,16 +417,8 @@ async fn an_error_mid_stream_cuts_the_connection_short() {
     cfg.slab_bytes = 64;
     let server = Server::start(cfg).await;
     // Reversed rows: the corrupt chunk (row block 0) is in the last slab.
-    let resp = get(
-        &server,
-        "/v1/datasets/fixtures/data/corrupt/gzip_truncated?select=::-1",
-    )
-    .await;
-    assert_eq!(
-        resp.status(),
-        200,
-        "headers go out before the corrupt chunk is reached"
-    );
+    let resp = get(&server, "/v1/datasets/fixtures/data/corrupt/gzip_truncated?select=::-1").await;
+    assert_eq!(resp.status(), 200, "headers go out before the corrupt chunk is reached");
     let length: usize = resp.headers()[header::CONTENT_LENGTH]
         .to_str()
         .unwrap()
@@ -539,10 +428,7 @@ async fn an_error_mid_stream_cuts_the_connection_short() {
         assert!(body.len() < length, "a truncated body must not look whole");
     }
     let metrics = get(&server, "/metrics").await.text().await.unwrap();
-    assert!(
-        metrics.contains("zarr_serve_stream_errors_total 1"),
-        "{metrics}"
-    );
+    assert!(metrics.contains("zarr_serve_stream_errors_total 1"), "{metrics}");
     assert_eq!(get(&server, "/healthz").await.status(), 200);
 }
 
@@ -562,11 +448,7 @@ async fn passthrough_serves_raw_bytes_with_ranges() {
     for (range, want, content_range) in [
         ("bytes=0-9", &stored[..10], format!("bytes 0-9/{n}")),
         ("bytes=5-", &stored[5..], format!("bytes 5-{}/{n}", n - 1)),
-        (
-            "bytes=-7",
-            &stored[n - 7..],
-            format!("bytes {}-{}/{n}", n - 7, n - 1),
-        ),
+        ("bytes=-7", &stored[n - 7..], format!("bytes {}-{}/{n}", n - 7, n - 1)),
     ] {
         let resp = client()
             .get(&url)
@@ -576,10 +458,7 @@ async fn passthrough_serves_raw_bytes_with_ranges() {
             .await
             .unwrap();
         assert_eq!(resp.status(), 206, "{range}");
-        assert_eq!(
-            resp.headers()[header::CONTENT_RANGE],
-            content_range.as_str()
-        );
+        assert_eq!(resp.headers()[header::CONTENT_RANGE], content_range.as_str());
         assert!(
             !resp.headers().contains_key(header::CONTENT_ENCODING),
             "ranged responses are never compressed"
@@ -587,16 +466,8 @@ async fn passthrough_serves_raw_bytes_with_ranges() {
         assert_eq!(resp.bytes().await.unwrap().to_vec(), want.to_vec());
     }
     for range in ["bytes=-0", &format!("bytes={n}-"), "bytes=9-3"] {
-        let resp = client()
-            .get(&url)
-            .header(header::RANGE, range)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(
-            resp.headers()[header::CONTENT_RANGE],
-            format!("bytes */{n}").as_str()
-        );
+        let resp = client().get(&url).header(header::RANGE, range).send().await.unwrap();
+        assert_eq!(resp.headers()[header::CONTENT_RANGE], format!("bytes */{n}").as_str());
         problem(resp, 416).await;
     }
     let head = client().head(&url).send().await.unwrap();
@@ -615,19 +486,11 @@ async fn passthrough_serves_raw_bytes_with_ranges() {
         .unwrap();
     assert_eq!(not_modified.status(), 304);
     problem(
-        get(
-            &server,
-            "/v1/datasets/fixtures/zarr/zarr_python/int16/c/99/99",
-        )
-        .await,
+        get(&server, "/v1/datasets/fixtures/zarr/zarr_python/int16/c/99/99").await,
         404,
     )
     .await;
-    problem(
-        get(&server, "/v1/datasets/fixtures/zarr/zarr_python").await,
-        404,
-    )
-    .await;
+    problem(get(&server, "/v1/datasets/fixtures/zarr/zarr_python").await, 404).await;
 }
 
 /// Send a request line as-is (HTTP clients normalise `..` and `%2e%2e` away).
@@ -640,10 +503,7 @@ async fn raw_status(server: &Server, target: &str) -> u16 {
     let mut response = Vec::new();
     stream.read_to_end(&mut response).await.unwrap();
     let text = String::from_utf8_lossy(&response);
-    text.split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+    text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
 #[tokio::test]
@@ -687,16 +547,7 @@ async fn bearer_tokens_cors_and_compression() {
     let server = Server::start(cfg).await;
     let url = server.url("/v1/datasets/sample/nodes");
     problem(client().get(&url).send().await.unwrap(), 401).await;
-    problem(
-        client()
-            .get(&url)
-            .bearer_auth("wrong")
-            .send()
-            .await
-            .unwrap(),
-        403,
-    )
-    .await;
+    problem(client().get(&url).bearer_auth("wrong").send().await.unwrap(), 403).await;
     assert_eq!(
         client()
             .get(&url)
@@ -726,9 +577,7 @@ async fn bearer_tokens_cors_and_compression() {
         .send()
         .await
         .unwrap();
-    assert!(!other
-        .headers()
-        .contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN));
+    assert!(!other.headers().contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN));
 
     for encoding in ["gzip", "zstd", "br"] {
         let resp = client()
@@ -745,11 +594,7 @@ async fn bearer_tokens_cors_and_compression() {
 async fn unknown_routes_and_methods_are_problems() {
     let server = Server::start(config()).await;
     problem(get(&server, "/v2/nothing").await, 404).await;
-    let post = client()
-        .post(server.url("/v1/datasets"))
-        .send()
-        .await
-        .unwrap();
+    let post = client().post(server.url("/v1/datasets")).send().await.unwrap();
     problem(post, 405).await;
 }
 
@@ -772,4 +617,34 @@ async fn shutdown_finishes_in_flight_requests() {
         length,
         "the in-flight response completed"
     );
+}
+
+/// A store that accepts connections and never answers: 504 after the store
+/// timeout, while other datasets keep serving.
+#[tokio::test]
+async fn a_silent_store_times_out_with_504() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let hold = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+        }
+    });
+    let mut cfg = config();
+    let mut s3 = common::dataset("s3://bucket/prefix");
+    s3.options.insert("endpoint".into(), format!("http://{addr}"));
+    s3.options.insert("region".into(), "us-east-1".into());
+    s3.options.insert("allow_http".into(), "true".into());
+    s3.options.insert("access_key_id".into(), "test".into());
+    s3.options.insert("secret_access_key".into(), "test".into());
+    cfg.datasets.insert("silent".into(), s3);
+    cfg.store_retries = 0;
+    cfg.store_timeout_secs = 0.5;
+    let server = Server::start(cfg).await;
+    let started = std::time::Instant::now();
+    problem(get(&server, "/v1/datasets/silent/data/x").await, 504).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(get(&server, "/v1/datasets/fixtures/nodes").await.status(), 200);
+    hold.abort();
 }

@@ -21,16 +21,21 @@ fn manifest() -> Value {
     serde_json::from_slice(&text).unwrap()
 }
 
+/// The fixtures' hierarchy: on local disk, or where `ZARR_FIXTURES_STORE`
+/// says (for example `s3://bucket/interop/data.zarr`, with the endpoint and
+/// credentials in the usual `AWS_*` variables).
+fn fixture_store() -> Store {
+    let location = std::env::var("ZARR_FIXTURES_STORE")
+        .unwrap_or_else(|_| fixtures().join("data.zarr").to_string_lossy().into_owned());
+    Store::open(&location, &StoreOptions::default()).unwrap()
+}
+
+fn dataset_with(options: ReadOptions, caches: CacheOptions) -> Dataset {
+    Dataset::new("fixtures", None, fixture_store(), Caches::new(&caches), options)
+}
+
 fn dataset(options: ReadOptions) -> Dataset {
-    let root = fixtures().join("data.zarr");
-    let store = Store::open(root.to_str().unwrap(), &StoreOptions::default()).unwrap();
-    Dataset::new(
-        "fixtures",
-        None,
-        store,
-        Caches::new(&CacheOptions::default()),
-        options,
-    )
+    dataset_with(options, CacheOptions::default())
 }
 
 async fn read(ds: &Dataset, path: &str, select: &str) -> Result<(Vec<u64>, Vec<u8>), Error> {
@@ -124,10 +129,7 @@ async fn corrupt_data_is_a_corrupt_error_never_data() {
             Err(Error::Corrupt { key, reason }) => {
                 assert!(key.starts_with(path), "{path}: key {key} ({reason})");
             }
-            other => panic!(
-                "{path} ({}): expected a corrupt error, got {other:?}",
-                case["kind"]
-            ),
+            other => panic!("{path} ({}): expected a corrupt error, got {other:?}", case["kind"]),
         }
     }
 }
@@ -166,59 +168,51 @@ async fn hierarchy_lists_nodes_only_and_finds_implicit_groups() {
         (child[0].path.as_str(), child[0].node_type),
         ("implicit_parent/child", "group")
     );
-    assert!(matches!(
-        ds.node("no_such_node").await,
-        Err(Error::NotFound(_))
-    ));
+    assert!(matches!(ds.node("no_such_node").await, Err(Error::NotFound(_))));
     assert!(matches!(
         ds.node("zarr_python/notes.txt").await,
         Err(Error::NotFound(_))
     ));
-    assert!(matches!(
-        ds.node("../etc").await,
-        Err(Error::InvalidRequest(_))
-    ));
+    assert!(matches!(ds.node("../etc").await, Err(Error::InvalidRequest(_))));
 }
 
 /// One inner chunk of a cold sharded array: one index request and one data
-/// request; again: no index request.
+/// request; again: no index request, and with the decoded-chunk cache no
+/// request at all.
 #[tokio::test]
 async fn one_inner_chunk_costs_one_index_and_one_data_request() {
-    let ds = dataset(ReadOptions::default());
-    let manifest = manifest();
-    let array = manifest["arrays"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["path"] == "tensorstore/shard_end_crc")
-        .expect("fixture");
-    let node = ds.node("tensorstore/shard_end_crc").await.unwrap();
-    let meta = node.array().unwrap();
-    let inner = meta.codecs.read_chunk_shape();
-    assert!(
-        inner
-            .iter()
-            .zip(&meta.chunk_grid.chunk_shape)
-            .any(|(i, s)| i < s),
-        "shards hold several inner chunks"
-    );
-    let select = inner
-        .iter()
-        .map(|n| format!("0:{n}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    let stats = ds.store().stats();
-    let requests = || stats.requests.load(std::sync::atomic::Ordering::Relaxed);
-    let before = requests();
-    let (_, cold) = read(&ds, "tensorstore/shard_end_crc", &select)
-        .await
-        .unwrap();
-    assert_eq!(requests() - before, 2, "cold: index + data");
-    let before = requests();
-    let (_, warm) = read(&ds, "tensorstore/shard_end_crc", &select)
-        .await
-        .unwrap();
-    assert_eq!(requests() - before, 1, "warm: data only");
-    assert_eq!(cold, warm);
-    let _ = array;
+    for decoded_cache in [0, 1 << 20] {
+        let caches = CacheOptions {
+            decoded_chunk_bytes: decoded_cache,
+            ..CacheOptions::default()
+        };
+        let ds = dataset_with(ReadOptions::default(), caches);
+        let path = "tensorstore/shard_end_crc";
+        let node = ds.node(path).await.unwrap();
+        let meta = node.array().unwrap();
+        let inner = meta.codecs.read_chunk_shape();
+        assert!(
+            inner.iter().zip(&meta.chunk_grid.chunk_shape).any(|(i, s)| i < s),
+            "shards hold several inner chunks"
+        );
+        let select = inner.iter().map(|n| format!("0:{n}")).collect::<Vec<_>>().join(",");
+        let stats = ds.store().stats();
+        let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        let (requests, ranged) = (count(&stats.requests), count(&stats.range_requests));
+        let (_, cold) = read(&ds, path, &select).await.unwrap();
+        assert_eq!(
+            (count(&stats.requests) - requests, count(&stats.range_requests) - ranged),
+            (2, 2),
+            "cold: index + data"
+        );
+        let requests = count(&stats.requests);
+        let (_, warm) = read(&ds, path, &select).await.unwrap();
+        let expected = if decoded_cache == 0 { 1 } else { 0 };
+        assert_eq!(
+            count(&stats.requests) - requests,
+            expected,
+            "warm, decoded cache {decoded_cache}"
+        );
+        assert_eq!(cold, warm);
+    }
 }

@@ -3,7 +3,11 @@
 //! - node metadata: parsed `zarr.json` with its codec chain, for a TTL, so
 //!   changed metadata is seen after at most that long;
 //! - shard indexes: sized in bytes, remembering the shard's ETag; reads that
-//!   use a cached index are conditional on that ETag.
+//!   use a cached index are conditional on that ETag;
+//! - opt-in (size 0 by default): decoded inner chunks of small reads
+//!   (tiles), keyed by the shard's ETag, kept for the metadata TTL. A hit
+//!   makes no store request, so a rewritten shard can be served stale for up
+//!   to that TTL; that is why it is off unless configured.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +24,8 @@ pub struct CacheOptions {
     pub metadata_ttl: Duration,
     /// Bytes of shard indexes kept.
     pub shard_index_bytes: u64,
+    /// Bytes of decoded inner chunks kept (0, the default, disables the cache).
+    pub decoded_chunk_bytes: u64,
 }
 
 impl Default for CacheOptions {
@@ -27,6 +33,7 @@ impl Default for CacheOptions {
         Self {
             metadata_ttl: Duration::from_secs(5),
             shard_index_bytes: 64 << 20,
+            decoded_chunk_bytes: 0,
         }
     }
 }
@@ -45,6 +52,9 @@ pub struct CachedIndex {
 /// (dataset, key)
 pub(crate) type CacheKey = (Arc<str>, String);
 
+/// (dataset, shard key, inner chunk index, shard ETag)
+pub(crate) type ChunkKey = (Arc<str>, String, usize, String);
+
 /// Hit and miss counters of one cache.
 #[derive(Debug, Default)]
 pub struct CacheStats {
@@ -59,8 +69,10 @@ pub struct CacheStats {
 pub struct Caches {
     pub(crate) nodes: Cache<CacheKey, Arc<Node>>,
     pub(crate) shard_indexes: Cache<CacheKey, Arc<CachedIndex>>,
+    pub(crate) decoded_chunks: Cache<ChunkKey, bytes::Bytes>,
     pub(crate) node_stats: Arc<CacheStats>,
     pub(crate) index_stats: Arc<CacheStats>,
+    pub(crate) chunk_stats: Arc<CacheStats>,
 }
 
 impl Caches {
@@ -74,13 +86,17 @@ impl Caches {
             shard_indexes: Cache::builder()
                 .max_capacity(options.shard_index_bytes)
                 .weigher(|k: &CacheKey, v: &Arc<CachedIndex>| {
-                    (k.1.len() + v.index.size_bytes() + 64)
-                        .try_into()
-                        .unwrap_or(u32::MAX)
+                    (k.1.len() + v.index.size_bytes() + 64).try_into().unwrap_or(u32::MAX)
                 })
+                .build(),
+            decoded_chunks: Cache::builder()
+                .max_capacity(options.decoded_chunk_bytes)
+                .time_to_live(options.metadata_ttl)
+                .weigher(|k: &ChunkKey, v: &bytes::Bytes| (k.1.len() + v.len() + 64).try_into().unwrap_or(u32::MAX))
                 .build(),
             node_stats: Arc::default(),
             index_stats: Arc::default(),
+            chunk_stats: Arc::default(),
         }
     }
 

@@ -24,11 +24,7 @@ impl RegularChunkGrid {
         }
         let chunk_shape = config
             .and_then(|c| c.get("chunk_shape"))
-            .ok_or_else(|| {
-                Error::Unsupported(
-                    "chunk_grid: regular grid without configuration.chunk_shape".into(),
-                )
-            })
+            .ok_or_else(|| Error::Unsupported("chunk_grid: regular grid without configuration.chunk_shape".into()))
             .and_then(|v| u64_list(v, "chunk_grid.configuration.chunk_shape"))?;
         if chunk_shape.len() != rank {
             return Err(Error::Unsupported(format!(

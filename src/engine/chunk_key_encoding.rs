@@ -44,9 +44,7 @@ impl ChunkKeyEncoding {
             "v2" => Ok(Self::V2 {
                 separator: separator.unwrap_or('.'),
             }),
-            other => Err(Error::Unsupported(format!(
-                "chunk_key_encoding \"{other}\""
-            ))),
+            other => Err(Error::Unsupported(format!("chunk_key_encoding \"{other}\""))),
         }
     }
 
@@ -81,26 +79,17 @@ mod tests {
         let enc = |v: Value, c: &[u64]| ChunkKeyEncoding::from_json(&v).unwrap().encode(c);
         assert_eq!(enc(json!({"name": "default"}), &[1, 2]), "c/1/2");
         assert_eq!(
-            enc(
-                json!({"name": "default", "configuration": {"separator": "."}}),
-                &[1, 2]
-            ),
+            enc(json!({"name": "default", "configuration": {"separator": "."}}), &[1, 2]),
             "c.1.2"
         );
         assert_eq!(enc(json!({"name": "default"}), &[]), "c");
         assert_eq!(enc(json!({"name": "v2"}), &[3, 0]), "3.0");
         assert_eq!(
-            enc(
-                json!({"name": "v2", "configuration": {"separator": "/"}}),
-                &[3, 0]
-            ),
+            enc(json!({"name": "v2", "configuration": {"separator": "/"}}), &[3, 0]),
             "3/0"
         );
         assert_eq!(enc(json!({"name": "v2"}), &[]), "0");
-        assert!(ChunkKeyEncoding::from_json(
-            &json!({"name": "default", "configuration": {"separator": "-"}})
-        )
-        .is_err());
+        assert!(ChunkKeyEncoding::from_json(&json!({"name": "default", "configuration": {"separator": "-"}})).is_err());
         assert!(ChunkKeyEncoding::from_json(&json!({"name": "hashed"})).is_err());
     }
 }

@@ -53,8 +53,7 @@ pub fn copy_block(
         run = block.count[rank - 1];
         while run_dims < rank {
             let d = rank - run_dims;
-            let full =
-                (d..rank).all(|i| block.count[i] == src_shape[i] && block.count[i] == dst_shape[i]);
+            let full = (d..rank).all(|i| block.count[i] == src_shape[i] && block.count[i] == dst_shape[i]);
             if !full || block.src_step[d - 1] != 1 {
                 break;
             }
@@ -63,9 +62,7 @@ pub fn copy_block(
         }
     }
     let outer = rank - run_dims;
-    let base = |starts: &[u64], strides: &[i64]| -> i64 {
-        (outer..rank).map(|d| starts[d] as i64 * strides[d]).sum()
-    };
+    let base = |starts: &[u64], strides: &[i64]| -> i64 { (outer..rank).map(|d| starts[d] as i64 * strides[d]).sum() };
     let run_bytes = run as usize * size;
     let mut src_off = base(&block.src_start, &src_strides);
     let mut dst_off = base(&block.dst_start, &dst_strides);

@@ -125,24 +125,19 @@ impl DataType {
     /// Parse a fill value in any JSON form the spec and real writers use,
     /// returning one element's little-endian bytes.
     pub fn fill_value_from_json(&self, value: &Value) -> Result<Vec<u8>> {
-        let bad =
-            || Error::Unsupported(format!("fill_value {value} for data_type {}", self.name()));
+        let bad = || Error::Unsupported(format!("fill_value {value} for data_type {}", self.name()));
         let bytes = match self {
             DataType::Bool => vec![value.as_bool().ok_or_else(bad)? as u8],
-            DataType::Int8 => (int_value(value, i8::MIN as i128, i8::MAX as i128).ok_or_else(bad)?
-                as i8)
+            DataType::Int8 => (int_value(value, i8::MIN as i128, i8::MAX as i128).ok_or_else(bad)? as i8)
                 .to_le_bytes()
                 .to_vec(),
-            DataType::Int16 => (int_value(value, i16::MIN as i128, i16::MAX as i128)
-                .ok_or_else(bad)? as i16)
+            DataType::Int16 => (int_value(value, i16::MIN as i128, i16::MAX as i128).ok_or_else(bad)? as i16)
                 .to_le_bytes()
                 .to_vec(),
-            DataType::Int32 => (int_value(value, i32::MIN as i128, i32::MAX as i128)
-                .ok_or_else(bad)? as i32)
+            DataType::Int32 => (int_value(value, i32::MIN as i128, i32::MAX as i128).ok_or_else(bad)? as i32)
                 .to_le_bytes()
                 .to_vec(),
-            DataType::Int64 => (int_value(value, i64::MIN as i128, i64::MAX as i128)
-                .ok_or_else(bad)? as i64)
+            DataType::Int64 => (int_value(value, i64::MIN as i128, i64::MAX as i128).ok_or_else(bad)? as i64)
                 .to_le_bytes()
                 .to_vec(),
             DataType::UInt8 => (int_value(value, 0, u8::MAX as i128).ok_or_else(bad)? as u8)
@@ -228,9 +223,7 @@ fn raw_bytes(value: &Value, size: usize) -> Option<Vec<u8>> {
             .iter()
             .map(|v| v.as_u64().filter(|b| *b < 256).map(|b| b as u8))
             .collect(),
-        Value::String(s) if s.starts_with("0x") && s.len() == 2 + size * 2 => {
-            hex::decode(&s[2..]).ok()
-        }
+        Value::String(s) if s.starts_with("0x") && s.len() == 2 + size * 2 => hex::decode(&s[2..]).ok(),
         Value::String(s) if !s.starts_with("0x") => base64::engine::general_purpose::STANDARD
             .decode(s)
             .ok()
@@ -286,30 +279,18 @@ mod tests {
             fill("float32", json!("0x7fc00001")).unwrap(),
             0x7fc00001u32.to_le_bytes()
         );
-        assert_eq!(
-            fill("float32", json!("NaN")).unwrap(),
-            f32::NAN.to_le_bytes()
-        );
+        assert_eq!(fill("float32", json!("NaN")).unwrap(), f32::NAN.to_le_bytes());
         assert_eq!(
             fill("float64", json!("-Infinity")).unwrap(),
             f64::NEG_INFINITY.to_le_bytes()
         );
-        assert_eq!(
-            fill("float64", json!(-0.0)).unwrap(),
-            (-0.0f64).to_le_bytes()
-        );
+        assert_eq!(fill("float64", json!(-0.0)).unwrap(), (-0.0f64).to_le_bytes());
         assert_eq!(
             fill("float16", json!(1.5)).unwrap(),
             half::f16::from_f32(1.5).to_le_bytes()
         );
-        assert_eq!(
-            fill("uint64", json!(u64::MAX)).unwrap(),
-            u64::MAX.to_le_bytes()
-        );
-        assert_eq!(
-            fill("int64", json!(i64::MIN)).unwrap(),
-            i64::MIN.to_le_bytes()
-        );
+        assert_eq!(fill("uint64", json!(u64::MAX)).unwrap(), u64::MAX.to_le_bytes());
+        assert_eq!(fill("int64", json!(i64::MIN)).unwrap(), i64::MIN.to_le_bytes());
         assert_eq!(fill("bool", json!(true)).unwrap(), [1]);
         let c = fill("complex64", json!(["NaN", 2.0])).unwrap();
         assert_eq!(&c[..4], f32::NAN.to_le_bytes());

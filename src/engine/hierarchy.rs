@@ -39,12 +39,9 @@ impl Node {
     /// The readable array at this node, or why there is none.
     pub fn array(&self) -> Result<&ArrayMetadata> {
         match &self.metadata {
+            Some(NodeMetadata::Array { parsed: Ok(meta), .. }) => Ok(meta),
             Some(NodeMetadata::Array {
-                parsed: Ok(meta), ..
-            }) => Ok(meta),
-            Some(NodeMetadata::Array {
-                parsed: Err(reason),
-                ..
+                parsed: Err(reason), ..
             }) => Err(unreadable(reason, &self.path)),
             _ => Err(Error::InvalidRequest(format!(
                 "node '/{}' is a group, not an array",
@@ -111,8 +108,7 @@ impl Dataset {
     /// Normalise a node path from a URL (`/a/b`, `a/b/`, `""`) and validate it.
     pub fn node_path(path: &str) -> Result<String> {
         let trimmed = path.trim_matches('/');
-        validate_key(trimmed)
-            .map_err(|e| Error::InvalidRequest(format!("invalid node path: {e}")))?;
+        validate_key(trimmed).map_err(|e| Error::InvalidRequest(format!("invalid node path: {e}")))?;
         Ok(trimmed.to_string())
     }
 
@@ -124,10 +120,7 @@ impl Dataset {
             self.caches.node_stats.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(node);
         }
-        self.caches
-            .node_stats
-            .misses
-            .fetch_add(1, Ordering::Relaxed);
+        self.caches.node_stats.misses.fetch_add(1, Ordering::Relaxed);
         let node = Arc::new(self.load_node(&path).await?);
         self.caches.nodes.insert(key, node.clone()).await;
         Ok(node)
@@ -146,10 +139,7 @@ impl Dataset {
                 metadata: None,
                 etag: None,
             }),
-            None => Err(Error::NotFound(format!(
-                "no node '/{path}' in dataset '{}'",
-                self.name
-            ))),
+            None => Err(Error::NotFound(format!("no node '/{path}' in dataset '{}'", self.name))),
         }
     }
 
@@ -157,8 +147,7 @@ impl Dataset {
     async fn has_descendant_node(&self, path: &str) -> Result<bool> {
         let (dirs, _) = self.store.list_dir(path).await?;
         // Breadth-first over directories, bounded so a huge chunk tree cannot stall a request.
-        let mut queue: std::collections::VecDeque<String> =
-            dirs.into_iter().map(|d| join(path, &d)).collect();
+        let mut queue: std::collections::VecDeque<String> = dirs.into_iter().map(|d| join(path, &d)).collect();
         let mut visited = 0;
         while let Some(dir) = queue.pop_front() {
             visited += 1;
@@ -189,14 +178,11 @@ impl Dataset {
                         node_type: node.node_type(),
                     })),
                     // Not a Zarr v3 node (no metadata below it, or unparseable): not a child.
-                    Err(Error::NotFound(_) | Error::Corrupt { .. } | Error::Unsupported(_)) => {
-                        Ok(None)
-                    }
+                    Err(Error::NotFound(_) | Error::Corrupt { .. } | Error::Unsupported(_)) => Ok(None),
                     Err(e) => Err(e),
                 }
             });
-        let results: Vec<Result<Option<Child>>> =
-            futures::stream::iter(lookups).buffered(16).collect().await;
+        let results: Vec<Result<Option<Child>>> = futures::stream::iter(lookups).buffered(16).collect().await;
         let mut children: Vec<Child> = results
             .into_iter()
             .filter_map(Result::transpose)

@@ -43,19 +43,13 @@ impl NodeMetadata {
             .ok_or_else(|| Error::corrupt(key, "zarr.json is not a JSON object"))?;
         match obj.get("zarr_format") {
             Some(v) if v.as_u64() == Some(3) => {}
-            Some(v) => {
-                return Err(Error::Unsupported(format!(
-                    "zarr_format {v} (only 3 is supported)"
-                )))
-            }
+            Some(v) => return Err(Error::Unsupported(format!("zarr_format {v} (only 3 is supported)"))),
             None => return Err(Error::corrupt(key, "zarr.json has no zarr_format")),
         }
         match obj.get("node_type").and_then(Value::as_str) {
             Some("group") => Ok(NodeMetadata::Group { raw }),
             Some("array") => {
-                let parsed = ArrayMetadata::from_json(&raw)
-                    .map(Box::new)
-                    .map_err(|e| e.to_string());
+                let parsed = ArrayMetadata::from_json(&raw).map(Box::new).map_err(|e| e.to_string());
                 Ok(NodeMetadata::Array { raw, parsed })
             }
             _ => Err(Error::corrupt(
@@ -112,9 +106,7 @@ const ARRAY_FIELDS: &[&str] = &[
 impl ArrayMetadata {
     /// Validate an array's `zarr.json`.
     pub fn from_json(raw: &Value) -> Result<Self> {
-        let obj = raw
-            .as_object()
-            .ok_or_else(|| corrupt("zarr.json is not an object"))?;
+        let obj = raw.as_object().ok_or_else(|| corrupt("zarr.json is not an object"))?;
         check_extensions(obj, ARRAY_FIELDS)?;
         let field = |name: &str| {
             obj.get(name)
@@ -142,11 +134,7 @@ impl ArrayMetadata {
         }
         let codecs = CodecChain::from_json(
             field("codecs")?,
-            &super::codec::ChunkRepr::new(
-                chunk_grid.chunk_shape.clone(),
-                data_type,
-                fill_value.clone(),
-            ),
+            &super::codec::ChunkRepr::new(chunk_grid.chunk_shape.clone(), data_type, fill_value.clone()),
         )?;
         Ok(Self {
             shape,
@@ -181,11 +169,7 @@ fn dimension_names(value: &Value, rank: usize) -> Result<Vec<Option<String>>> {
     let list = value
         .as_array()
         .filter(|l| l.len() == rank)
-        .ok_or_else(|| {
-            corrupt(format!(
-                "dimension_names {value} is not a list of {rank} names"
-            ))
-        })?;
+        .ok_or_else(|| corrupt(format!("dimension_names {value} is not a list of {rank} names")))?;
     list.iter()
         .map(|v| match v {
             Value::Null => Ok(None),
@@ -199,11 +183,7 @@ fn dimension_names(value: &Value, rank: usize) -> Result<Vec<Option<String>>> {
 
 /// A list of non-negative integers, naming `field` in the error.
 pub(crate) fn u64_list(value: &Value, field: &str) -> Result<Vec<u64>> {
-    let bad = || {
-        corrupt(format!(
-            "{field} {value} is not a list of non-negative integers"
-        ))
-    };
+    let bad = || corrupt(format!("{field} {value} is not a list of non-negative integers"));
     value
         .as_array()
         .ok_or_else(bad)?
@@ -228,17 +208,11 @@ pub(crate) fn name_and_configuration<'a>(
             let config = match obj.get("configuration") {
                 None | Some(Value::Null) => None,
                 Some(Value::Object(c)) => Some(c),
-                Some(other) => {
-                    return Err(corrupt(format!(
-                        "{field} configuration {other} is not an object"
-                    )))
-                }
+                Some(other) => return Err(corrupt(format!("{field} configuration {other} is not an object"))),
             };
             Ok((name, config))
         }
-        other => Err(corrupt(format!(
-            "{field} {other} is neither a name nor an object"
-        ))),
+        other => Err(corrupt(format!("{field} {other} is neither a name nor an object"))),
     }
 }
 
@@ -271,10 +245,7 @@ mod tests {
     #[test]
     fn valid_array_parses() {
         assert_eq!(reason(array(json!({}))), "");
-        assert_eq!(
-            reason(array(json!({"ext": {"must_understand": false}}))),
-            ""
-        );
+        assert_eq!(reason(array(json!({"ext": {"must_understand": false}}))), "");
         assert_eq!(reason(array(json!({"storage_transformers": []}))), "");
     }
 
@@ -284,23 +255,15 @@ mod tests {
         assert!(reason(array(json!({"ext": 1}))).contains("\"ext\""));
         assert!(reason(array(json!({"data_type": "int3"}))).contains("int3"));
         assert!(reason(array(json!({"shape": [10, -1]}))).contains("[10,-1]"));
-        assert!(
-            reason(array(json!({"chunk_grid": {"name": "rectangular"}}))).contains("rectangular")
-        );
-        assert!(
-            reason(array(json!({"storage_transformers": [{"name": "x"}]})))
-                .contains("storage_transformers")
-        );
+        assert!(reason(array(json!({"chunk_grid": {"name": "rectangular"}}))).contains("rectangular"));
+        assert!(reason(array(json!({"storage_transformers": [{"name": "x"}]}))).contains("storage_transformers"));
         assert!(reason(array(json!({"codecs": [{"name": "foo_codec"}]}))).contains("foo_codec"));
         assert!(reason(array(json!({"dimension_names": ["a"]}))).contains("dimension_names"));
     }
 
     #[test]
     fn not_a_node() {
-        assert!(matches!(
-            NodeMetadata::parse(b"{", "k"),
-            Err(Error::Corrupt { .. })
-        ));
+        assert!(matches!(NodeMetadata::parse(b"{", "k"), Err(Error::Corrupt { .. })));
         assert!(matches!(
             NodeMetadata::parse(br#"{"zarr_format": 2}"#, "k"),
             Err(Error::Unsupported(_))

@@ -52,6 +52,14 @@ impl Default for ReadOptions {
     }
 }
 
+/// Reads up to this size keep their decoded inner chunks in the decoded-chunk
+/// cache; larger reads would only evict what small reads (tiles) reuse.
+const CACHEABLE_READ_BYTES: u64 = 4 << 20;
+
+/// Decoded bytes handed to one blocking task, so a shard's inner chunks are
+/// decoded on all cores without a task per tiny chunk.
+const DECODE_BATCH_BYTES: usize = 1 << 20;
+
 /// The store versions (ETags) of every key a read used; `None` = absent.
 pub type Versions = BTreeMap<String, Option<String>>;
 
@@ -78,16 +86,13 @@ impl ReadPlan {
                 vec![single]
             }
             Some(s) => {
-                let row_bytes: u64 = dims[s + 1..].iter().map(|d| d.len).product::<u64>()
-                    * meta.data_type.size() as u64;
+                let row_bytes: u64 =
+                    dims[s + 1..].iter().map(|d| d.len).product::<u64>() * meta.data_type.size() as u64;
                 let unit = meta.codecs.read_chunk_shape()[s];
                 let mut slabs: Vec<Range<u64>> = Vec::new();
                 for span in dims[s].chunk_spans(unit, 0..dims[s].len) {
                     match slabs.last_mut() {
-                        Some(last)
-                            if (last.end - last.start + span.count) * row_bytes
-                                <= options.slab_bytes =>
-                        {
+                        Some(last) if (last.end - last.start + span.count) * row_bytes <= options.slab_bytes => {
                             last.end += span.count
                         }
                         _ => slabs.push(span.out_start..span.out_start + span.count),
@@ -228,10 +233,7 @@ impl Dataset {
         let versions = futures::stream::iter(keys)
             .map(|key| async move {
                 let version = match sharding {
-                    Some(codec) => self
-                        .shard_index(&key, codec, None)
-                        .await?
-                        .and_then(|c| c.etag.clone()),
+                    Some(codec) => self.shard_index(&key, codec, None).await?.and_then(|c| c.etag.clone()),
                     None => self.store.head(&key).await?.and_then(|i| i.etag),
                 };
                 Ok::<_, Error>((key, version))
@@ -243,10 +245,7 @@ impl Dataset {
     }
 
     fn chunk_key(&self, plan: &ReadPlan, coords: &[u64]) -> String {
-        join(
-            &plan.node.path,
-            &plan.meta().chunk_key_encoding.encode(coords),
-        )
+        join(&plan.node.path, &plan.meta().chunk_key_encoding.encode(coords))
     }
 
     /// Read slab `slab` of `plan`: its C-order bytes and the versions used.
@@ -271,10 +270,7 @@ impl Dataset {
                 let pin = pinned.map(|p| p.get(&key).cloned().flatten());
                 async move {
                     let (pieces, version) = match meta.codecs.partial_sharding() {
-                        Some(codec) => {
-                            self.read_shard(plan, codec, &key, &unit, pin, inline)
-                                .await?
-                        }
+                        Some(codec) => self.read_shard(plan, codec, &key, &unit, pin, inline).await?,
                         None => self.read_chunk(plan, &key, &unit, pin, inline).await?,
                     };
                     Ok::<_, Error>((key, version, pieces))
@@ -381,10 +377,7 @@ impl Dataset {
         for attempt in 0..2 {
             let cached = self.cached_index(key).await;
             let result = match cached {
-                None if all_needed && pin.is_none() => {
-                    self.read_whole_shard(plan, codec, key, &needed, inline)
-                        .await
-                }
+                None if all_needed && pin.is_none() => self.read_whole_shard(plan, codec, key, &needed, inline).await,
                 cached => {
                     self.read_inner_chunks(plan, codec, key, cached, &needed, pin.clone(), inline)
                         .await
@@ -411,12 +404,7 @@ impl Dataset {
             .get(&(self.name.clone(), key.to_string()))
             .await;
         let stats = &self.caches.index_stats;
-        if cached.is_some() {
-            &stats.hits
-        } else {
-            &stats.misses
-        }
-        .fetch_add(1, Ordering::Relaxed);
+        if cached.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
         cached
     }
 
@@ -445,8 +433,7 @@ impl Dataset {
             .decode_index(read.data, read.info.size)
             .map_err(|e| e.at_key(key))?;
         Ok(Some(
-            self.remember_index(key, index, read.info.etag, read.info.size)
-                .await,
+            self.remember_index(key, index, read.info.etag, read.info.size).await,
         ))
     }
 
@@ -493,14 +480,9 @@ impl Dataset {
             ));
         }
         let index = codec
-            .decode_index(
-                read.data.slice(range.start as usize..range.end as usize),
-                size,
-            )
+            .decode_index(read.data.slice(range.start as usize..range.end as usize), size)
             .map_err(|e| e.at_key(key))?;
-        let cached = self
-            .remember_index(key, index, read.info.etag.clone(), size)
-            .await;
+        let cached = self.remember_index(key, index, read.info.etag.clone(), size).await;
         let chunks = needed
             .iter()
             .map(|u| {
@@ -510,9 +492,7 @@ impl Dataset {
                     .map(|r| read.data.slice(r.start as usize..r.end as usize))
             })
             .collect();
-        let pieces = self
-            .decode_inner(plan, codec, key, needed, chunks, inline)
-            .await?;
+        let pieces = self.decode_inner(plan, codec, key, needed, chunks, inline).await?;
         Ok((pieces, read.info.etag))
     }
 
@@ -542,9 +522,35 @@ impl Dataset {
             return Ok((fill_pieces(plan, codec, needed), None));
         };
         check_pin(key, &pin, Some(&index.etag))?;
+        // Inner chunks already decoded (small reads of an unchanged shard).
+        let cacheable = plan.slab_count() == 1 && plan.output_bytes() <= CACHEABLE_READ_BYTES && index.etag.is_some();
+        let chunk_key = |u: &Unit| {
+            let etag = index.etag.clone().unwrap_or_default();
+            (self.name.clone(), key.to_string(), codec.linear_index(&u.coords), etag)
+        };
+        let mut cached = Vec::with_capacity(needed.len());
+        for u in needed {
+            let hit = if cacheable {
+                self.caches.decoded_chunks.get(&chunk_key(u)).await
+            } else {
+                None
+            };
+            if cacheable {
+                let stats = &self.caches.chunk_stats;
+                if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
+            }
+            cached.push(hit);
+        }
         let ranges: Vec<Option<Range<u64>>> = needed
             .iter()
-            .map(|u| index.index.chunk_range(codec.linear_index(&u.coords)))
+            .zip(&cached)
+            .map(|(u, hit)| {
+                if hit.is_some() {
+                    None
+                } else {
+                    index.index.chunk_range(codec.linear_index(&u.coords))
+                }
+            })
             .collect();
         let merged = coalesce(
             ranges.iter().flatten().cloned().collect(),
@@ -553,13 +559,18 @@ impl Dataset {
         let fetched = if merged.is_empty() {
             vec![]
         } else {
-            let etag = index.etag.as_deref();
-            // Without an ETag to condition on, the index is not trusted across reads.
             self.store
-                .get_ranges(key, &merged, etag)
+                .get_ranges(key, &merged, index.etag.as_deref())
                 .await?
                 .ok_or_else(|| Error::Store(StoreError::Changed(key.to_string())))?
         };
+        if fetched
+            .iter()
+            .zip(&merged)
+            .any(|(f, m)| f.len() as u64 != m.end - m.start)
+        {
+            return Err(Error::corrupt(key, "shard is shorter than its index says"));
+        }
         let chunks = ranges
             .iter()
             .map(|r| {
@@ -573,20 +584,22 @@ impl Dataset {
                 })
             })
             .collect::<Vec<_>>();
-        if fetched
-            .iter()
-            .zip(&merged)
-            .any(|(f, m)| f.len() as u64 != m.end - m.start)
-        {
-            return Err(Error::corrupt(key, "shard is shorter than its index says"));
+        let mut pieces = self.decode_inner(plan, codec, key, needed, chunks, inline).await?;
+        for ((piece, hit), u) in pieces.iter_mut().zip(cached).zip(needed) {
+            match hit {
+                Some(data) => piece.data = Some(data),
+                None if cacheable => {
+                    if let Some(data) = &piece.data {
+                        self.caches.decoded_chunks.insert(chunk_key(u), data.clone()).await;
+                    }
+                }
+                None => {}
+            }
         }
-        let pieces = self
-            .decode_inner(plan, codec, key, needed, chunks, inline)
-            .await?;
         Ok((pieces, index.etag.clone()))
     }
 
-    /// Decode the inner chunks (all on one blocking thread) into pieces.
+    /// Decode the inner chunks into pieces, in batches on blocking threads.
     async fn decode_inner(
         &self,
         plan: &ReadPlan,
@@ -596,19 +609,28 @@ impl Dataset {
         chunks: Vec<Option<Bytes>>,
         inline: bool,
     ) -> Result<Vec<Piece>> {
-        let inner = codec.inner_codecs().clone();
-        let decoded = decode(inline && chunks.len() <= 1, move || {
-            chunks
-                .into_iter()
-                .map(|c| c.map(|c| inner.decode(c)).transpose())
-                .collect::<Result<Vec<_>>>()
-        })
-        .await
-        .map_err(|e| e.at_key(key))?;
+        let inner = Arc::new(codec.inner_codecs().clone());
+        let per_batch = (DECODE_BATCH_BYTES / inner.decoded_repr().size_bytes().max(1)).max(1);
+        let small = inline && chunks.len() <= 1;
+        let mut batches = Vec::new();
+        let mut chunks = chunks.into_iter().peekable();
+        while chunks.peek().is_some() {
+            let batch: Vec<Option<Bytes>> = chunks.by_ref().take(per_batch).collect();
+            let inner = inner.clone();
+            batches.push(decode(small, move || {
+                batch
+                    .into_iter()
+                    .map(|c| c.map(|c| inner.decode(c)).transpose())
+                    .collect::<Result<Vec<_>>>()
+            }));
+        }
+        let decoded = futures::future::try_join_all(batches)
+            .await
+            .map_err(|e| e.at_key(key))?;
         let shape = codec.inner_shape().to_vec();
         Ok(needed
             .iter()
-            .zip(decoded)
+            .zip(decoded.into_iter().flatten())
             .map(|(u, data)| Piece {
                 data,
                 shape: shape.clone(),
@@ -630,11 +652,7 @@ fn fill_pieces(plan: &ReadPlan, codec: &ShardingCodec, needed: &[Unit]) -> Vec<P
 }
 
 /// A read pinned to a version must find exactly that version.
-fn check_pin(
-    key: &str,
-    pin: &Option<Option<String>>,
-    found: Option<&Option<String>>,
-) -> Result<()> {
+fn check_pin(key: &str, pin: &Option<Option<String>>, found: Option<&Option<String>>) -> Result<()> {
     match pin {
         Some(expected) if found.cloned().flatten() != *expected => {
             Err(Error::Store(StoreError::Changed(key.to_string())))
@@ -644,10 +662,7 @@ fn check_pin(
 }
 
 /// Run CPU-bound decoding on a blocking thread unless it is small enough to do inline.
-async fn decode<T: Send + 'static>(
-    inline: bool,
-    work: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
+async fn decode<T: Send + 'static>(inline: bool, work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     if inline {
         return work();
     }

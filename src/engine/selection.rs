@@ -67,8 +67,7 @@ impl Selection {
                 }
                 SelectItem::Slice(num(0)?, num(1)?, step)
             } else {
-                let i = parse_int(item)
-                    .ok_or_else(|| bad(format!("'{item}' is not an integer, a slice or '...'")))?;
+                let i = parse_int(item).ok_or_else(|| bad(format!("'{item}' is not an integer, a slice or '...'")))?;
                 SelectItem::Index(i)
             };
             items.push(parsed);
@@ -78,11 +77,7 @@ impl Selection {
 
     /// Resolve against `shape`: one [`DimSelection`] per dimension.
     pub fn resolve(&self, shape: &[u64]) -> Result<Vec<DimSelection>> {
-        let explicit = self
-            .items
-            .iter()
-            .filter(|i| **i != SelectItem::Ellipsis)
-            .count();
+        let explicit = self.items.iter().filter(|i| **i != SelectItem::Ellipsis).count();
         if explicit > shape.len() {
             return Err(Error::InvalidRequest(format!(
                 "select has {explicit} items but the array has {} dimensions",
@@ -323,17 +318,11 @@ mod tests {
     #[test]
     fn parses_the_contract_forms() {
         let shape = [10u64, 20, 30];
-        let dims = Selection::parse("[1:5, ::-2]")
-            .unwrap()
-            .resolve(&shape)
-            .unwrap();
+        let dims = Selection::parse("[1:5, ::-2]").unwrap().resolve(&shape).unwrap();
         assert_eq!(output_shape(&dims), vec![4, 10, 30]);
         let dims = Selection::parse("...,3").unwrap().resolve(&shape).unwrap();
         assert_eq!(output_shape(&dims), vec![10, 20]);
-        let dims = Selection::parse("-1,...,2:2")
-            .unwrap()
-            .resolve(&shape)
-            .unwrap();
+        let dims = Selection::parse("-1,...,2:2").unwrap().resolve(&shape).unwrap();
         assert_eq!(output_shape(&dims), vec![20, 0]);
         let dims = Selection::parse("").unwrap().resolve(&[]).unwrap();
         assert!(dims.is_empty());
@@ -342,23 +331,11 @@ mod tests {
 
     #[test]
     fn rejects_malformed() {
-        for bad in [
-            "a", "1:2:3:4", "::0", "...,...", "[1", "1.5", "1,,2", "--1", " : x",
-        ] {
-            assert!(
-                matches!(Selection::parse(bad), Err(Error::InvalidRequest(_))),
-                "{bad}"
-            );
+        for bad in ["a", "1:2:3:4", "::0", "...,...", "[1", "1.5", "1,,2", "--1", " : x"] {
+            assert!(matches!(Selection::parse(bad), Err(Error::InvalidRequest(_))), "{bad}");
         }
-        let err = Selection::parse("10")
-            .unwrap()
-            .resolve(&[10])
-            .unwrap_err()
-            .to_string();
+        let err = Selection::parse("10").unwrap().resolve(&[10]).unwrap_err().to_string();
         assert!(err.contains("out of bounds"), "{err}");
-        assert!(Selection::parse("1,2,3,4")
-            .unwrap()
-            .resolve(&[5, 5, 5])
-            .is_err());
+        assert!(Selection::parse("1,2,3,4").unwrap().resolve(&[5, 5, 5]).is_err());
     }
 }

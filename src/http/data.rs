@@ -134,14 +134,7 @@ async fn region(
     let body = match payload {
         _ if method == Method::HEAD => Body::empty(),
         Payload::Whole(bytes) => Body::from(bytes),
-        Payload::Stream(prefix) => stream(
-            state.metrics.clone(),
-            dataset.clone(),
-            plan,
-            versions,
-            prefix,
-            permit,
-        ),
+        Payload::Stream(prefix) => stream(state.metrics.clone(), dataset.clone(), plan, versions, prefix, permit),
     };
     Ok(response.body(body).expect("valid response"))
 }
@@ -227,13 +220,13 @@ fn etag_for(dataset: &Dataset, plan: &ReadPlan, format: Format, versions: &Versi
     format!("\"{}\"", hex::encode(&h.finalize()[..16]))
 }
 
-/// Whether `If-None-Match` lists `etag` (weak comparison, `*` matches all).
+/// Whether `If-None-Match` lists `etag` (weak comparison, `*` matches all;
+/// the tag of a compressed representation matches its uncompressed one).
 pub(super) fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
-    let bare = |t: &str| t.trim().trim_start_matches("W/").to_string();
     headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|t| t.trim() == "*" || bare(t) == bare(etag))
+        .any(|t| t.trim() == "*" || super::strip_coding(t) == super::strip_coding(etag))
 }

@@ -55,11 +55,7 @@ impl Format {
             let mut parts = item.split(';');
             let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
             let q = parts
-                .filter_map(|p| {
-                    p.trim()
-                        .strip_prefix("q=")
-                        .or_else(|| p.trim().strip_prefix("Q="))
-                })
+                .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
                 .find_map(|q| q.trim().parse::<f32>().ok())
                 .unwrap_or(1.0);
             let format = match media.as_str() {
@@ -113,16 +109,9 @@ pub(super) fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
     let shape_text = match shape {
         [] => "()".to_string(),
         [n] => format!("({n},)"),
-        dims => format!(
-            "({})",
-            dims.iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        dims => format!("({})", dims.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
     };
-    let mut dict =
-        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
     // magic (6) + version (2) + length (2) + dict + '\n' is padded to a multiple of 64.
     let unpadded = 10 + dict.len() + 1;
     dict.push_str(&" ".repeat((64 - unpadded % 64) % 64));
@@ -149,18 +138,9 @@ pub(super) fn json_body(data_type: DataType, shape: &[u64], data: &[u8]) -> Stri
     out
 }
 
-fn nested<'a>(
-    out: &mut String,
-    shape: &[u64],
-    data_type: DataType,
-    elements: &mut impl Iterator<Item = &'a [u8]>,
-) {
+fn nested<'a>(out: &mut String, shape: &[u64], data_type: DataType, elements: &mut impl Iterator<Item = &'a [u8]>) {
     match shape.split_first() {
-        None => write_element(
-            out,
-            data_type,
-            elements.next().expect("element count matches shape"),
-        ),
+        None => write_element(out, data_type, elements.next().expect("element count matches shape")),
         Some((&n, rest)) => {
             out.push('[');
             for i in 0..n {
@@ -178,11 +158,7 @@ fn write_float(out: &mut String, value: f64, debug: String) {
     if value.is_nan() {
         out.push_str("\"NaN\"");
     } else if value.is_infinite() {
-        out.push_str(if value > 0.0 {
-            "\"Infinity\""
-        } else {
-            "\"-Infinity\""
-        });
+        out.push_str(if value > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" });
     } else {
         out.push_str(&debug);
     }
@@ -191,11 +167,7 @@ fn write_float(out: &mut String, value: f64, debug: String) {
 fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
     macro_rules! int {
         ($t:ty) => {{
-            let _ = write!(
-                out,
-                "{}",
-                <$t>::from_le_bytes(b.try_into().expect("element size"))
-            );
+            let _ = write!(out, "{}", <$t>::from_le_bytes(b.try_into().expect("element size")));
         }};
     }
     let f32_at = |b: &[u8]| f32::from_le_bytes(b.try_into().expect("4 bytes"));
@@ -248,25 +220,17 @@ mod tests {
 
     #[test]
     fn negotiates() {
-        let n = |q: Option<&str>, a: Option<&str>| {
-            Format::negotiate(q, a).map_err(|e| e.status().as_u16())
-        };
+        let n = |q: Option<&str>, a: Option<&str>| Format::negotiate(q, a).map_err(|e| e.status().as_u16());
         assert_eq!(n(None, None), Ok(Format::Binary));
         assert_eq!(n(None, Some("*/*")), Ok(Format::Binary));
         assert_eq!(n(Some("json"), Some("application/x-npy")), Ok(Format::Json));
         assert_eq!(n(Some("csv"), None), Err(400));
         assert_eq!(n(None, Some("text/html")), Err(406));
         assert_eq!(
-            n(
-                None,
-                Some("application/json;q=0.5, application/x-npy;q=0.9")
-            ),
+            n(None, Some("application/json;q=0.5, application/x-npy;q=0.9")),
             Ok(Format::Npy)
         );
-        assert_eq!(
-            n(None, Some("*/*;q=0.1, application/json")),
-            Ok(Format::Json)
-        );
+        assert_eq!(n(None, Some("*/*;q=0.1, application/json")), Ok(Format::Json));
         assert_eq!(n(None, Some("application/json;q=0")), Err(406));
     }
 
@@ -278,10 +242,7 @@ mod tests {
             assert!(h.ends_with(b"\n"));
         }
         let h = String::from_utf8_lossy(&npy_header(DataType::Complex128, &[2, 3])).to_string();
-        assert!(
-            h.contains("'descr': '<c16'") && h.contains("'shape': (2, 3)"),
-            "{h}"
-        );
+        assert!(h.contains("'descr': '<c16'") && h.contains("'shape': (2, 3)"), "{h}");
     }
 
     #[test]

@@ -61,8 +61,8 @@ impl AppState {
         let caches = Caches::new(&config.cache_options());
         let mut datasets = BTreeMap::new();
         for (name, ds) in &config.datasets {
-            let store = Store::open(&ds.url, &config.store_options(ds))
-                .map_err(|e| format!("dataset '{name}': {e}"))?;
+            let store =
+                Store::open(&ds.url, &config.store_options(ds)).map_err(|e| format!("dataset '{name}': {e}"))?;
             let dataset = Dataset::new(
                 name,
                 ds.description.clone(),
@@ -99,10 +99,7 @@ impl AppState {
             let given = headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| {
-                    v.strip_prefix("Bearer ")
-                        .or_else(|| v.strip_prefix("bearer "))
-                })
+                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
                 .ok_or(ApiError::Unauthorized)?;
             use subtle::ConstantTimeEq;
             if !bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())) {
@@ -115,23 +112,19 @@ impl AppState {
 
 /// The application: every route of the v1 contract with its middleware.
 pub fn app(state: Arc<AppState>) -> Router {
-    let v1 = Router::new()
+    // Data, node and listing responses compress on request; passthrough
+    // values are served as stored (ranges and lengths stay exact).
+    let compressed = Router::new()
         .route("/v1/datasets", get(nodes::list_datasets))
         .route("/v1/datasets/{ds}/nodes", get(nodes::root_node))
         .route("/v1/datasets/{ds}/nodes/", get(nodes::root_node))
         .route("/v1/datasets/{ds}/nodes/{*path}", get(nodes::node))
-        .route(
-            "/v1/datasets/{ds}/data",
-            get(data::read_root).head(data::read_root),
-        )
-        .route(
-            "/v1/datasets/{ds}/data/",
-            get(data::read_root).head(data::read_root),
-        )
-        .route(
-            "/v1/datasets/{ds}/data/{*path}",
-            get(data::read).head(data::read),
-        )
+        .route("/v1/datasets/{ds}/data", get(data::read_root).head(data::read_root))
+        .route("/v1/datasets/{ds}/data/", get(data::read_root).head(data::read_root))
+        .route("/v1/datasets/{ds}/data/{*path}", get(data::read).head(data::read))
+        .layer(compression())
+        .layer(middleware::map_response(etag_per_coding));
+    let plain = Router::new()
         .route(
             "/v1/datasets/{ds}/zarr/{*key}",
             get(passthrough::get).head(passthrough::get),
@@ -139,30 +132,57 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .route("/openapi.yaml", get(ops::openapi))
+        .route("/openapi.yaml", get(ops::openapi));
+    compressed
+        .merge(plain)
         .fallback(|| async { ApiError::NotFound("no such route; see /openapi.yaml".into()) })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
-    v1.layer(middleware::from_fn_with_state(
-        state.clone(),
-        timeout_and_record,
-    ))
-    .layer(compression())
-    .layer(cors(&state.cors_origins))
-    .layer(CatchPanicLayer::custom(|_| {
-        ApiError::Internal.into_response()
-    }))
-    .with_state(state)
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(state.clone(), timeout_and_record))
+        .layer(cors(&state.cors_origins))
+        .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
+        .with_state(state)
+}
+
+/// Content codings that compression may add; each gets its own ETag.
+const CODINGS: [&str; 3] = ["gzip", "zstd", "br"];
+
+/// A compressed response is another representation: suffix its strong
+/// ETag with the coding (`"abc-gzip"`), as RFC 9110 requires.
+async fn etag_per_coding(mut response: Response) -> Response {
+    let coding = response
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let etag = response
+        .headers()
+        .get(header::ETAG)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let (Some(coding), Some(etag)) = (coding, etag) {
+        let tagged = format!("{}-{coding}\"", etag.trim_end_matches('"'));
+        if let Ok(value) = HeaderValue::from_str(&tagged) {
+            response.headers_mut().insert(header::ETAG, value);
+        }
+    }
+    response
+}
+
+/// The ETag a client sent, without a coding suffix added by [`etag_per_coding`].
+pub(crate) fn strip_coding(etag: &str) -> &str {
+    let inner = etag.trim().trim_start_matches("W/").trim_matches('"');
+    CODINGS
+        .iter()
+        .find_map(|c| inner.strip_suffix(&format!("-{c}")))
+        .unwrap_or(inner)
 }
 
 /// Compress on `Accept-Encoding`, but never partial content.
 fn compression() -> CompressionLayer<impl Predicate> {
-    let not_ranged = |status: axum::http::StatusCode,
-                      _: axum::http::Version,
-                      headers: &HeaderMap,
-                      _: &axum::http::Extensions| {
-        status != axum::http::StatusCode::PARTIAL_CONTENT
-            && !headers.contains_key(header::CONTENT_RANGE)
-    };
+    let not_ranged =
+        |status: axum::http::StatusCode, _: axum::http::Version, headers: &HeaderMap, _: &axum::http::Extensions| {
+            status != axum::http::StatusCode::PARTIAL_CONTENT && !headers.contains_key(header::CONTENT_RANGE)
+        };
     CompressionLayer::new()
         .gzip(true)
         .zstd(true)
@@ -193,20 +213,13 @@ fn cors(origins: &[String]) -> CorsLayer {
     if origins.iter().any(|o| o == "*") {
         base.allow_origin(AllowOrigin::any())
     } else {
-        let list: Vec<HeaderValue> = origins
-            .iter()
-            .filter_map(|o| HeaderValue::from_str(o).ok())
-            .collect();
+        let list: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
         base.allow_origin(AllowOrigin::list(list))
     }
 }
 
 /// The request timeout, metrics and one log line per request.
-async fn timeout_and_record(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn timeout_and_record(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = request
         .extensions()

@@ -19,17 +19,9 @@ pub(super) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     let ok = accept.split(',').any(|item| {
         let mut parts = item.split(';');
         let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-        let refused = parts.any(|p| {
-            p.trim()
-                .strip_prefix("q=")
-                .and_then(|q| q.trim().parse::<f32>().ok())
-                == Some(0.0)
-        });
-        !refused
-            && matches!(
-                media.as_str(),
-                "application/json" | "application/*" | "*/*" | ""
-            )
+        let refused =
+            parts.any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()) == Some(0.0));
+        !refused && matches!(media.as_str(), "application/json" | "application/*" | "*/*" | "")
     });
     if ok {
         Ok(())
@@ -72,19 +64,12 @@ pub(super) async fn node(
     document(&state, &ds, &path, &headers).await
 }
 
-async fn document(
-    state: &AppState,
-    ds: &str,
-    path: &str,
-    headers: &HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Json<Value>, ApiError> {
     let dataset = state.dataset(ds, headers)?;
     require_json(headers)?;
     let node = dataset.node(path).await?;
     Ok(Json(match &node.metadata {
-        Some(NodeMetadata::Array { raw, parsed }) => {
-            array_document(&node, raw, parsed.as_ref().map(|m| &**m))
-        }
+        Some(NodeMetadata::Array { raw, parsed }) => array_document(&node, raw, parsed.as_ref().map(|m| &**m)),
         _ => group_document(dataset, &node).await?,
     }))
 }
@@ -93,11 +78,7 @@ fn display_path(path: &str) -> String {
     format!("/{path}")
 }
 
-fn array_document(
-    node: &Node,
-    raw: &Value,
-    parsed: Result<&crate::engine::ArrayMetadata, &String>,
-) -> Value {
+fn array_document(node: &Node, raw: &Value, parsed: Result<&crate::engine::ArrayMetadata, &String>) -> Value {
     let rank = raw["shape"].as_array().map_or(0, Vec::len);
     let chunk_shape = match parsed {
         Ok(m) => json!(m.chunk_grid.chunk_shape),

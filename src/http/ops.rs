@@ -35,11 +35,7 @@ pub(super) async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoRespo
             Err(_) => Some(format!("{name}: store did not answer within 5 s")),
         }
     });
-    let failures: Vec<String> = futures::future::join_all(checks)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
+    let failures: Vec<String> = futures::future::join_all(checks).await.into_iter().flatten().collect();
     if failures.is_empty() {
         (StatusCode::OK, "ready\n".to_string())
     } else {
@@ -54,25 +50,15 @@ pub(super) async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoRespo
 pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let body = state.metrics.render(|out| {
         let per_dataset = |get: StatOf| -> Vec<(String, u64)> {
-            let stats = state
-                .datasets
-                .iter()
-                .map(|(name, d)| (name, d.dataset.store().stats()));
+            let stats = state.datasets.iter().map(|(name, d)| (name, d.dataset.store().stats()));
             stats
-                .map(|(name, s)| {
-                    (
-                        format!("dataset=\"{}\"", escape(name)),
-                        get(s).load(Ordering::Relaxed),
-                    )
-                })
+                .map(|(name, s)| (format!("dataset=\"{}\"", escape(name)), get(s).load(Ordering::Relaxed)))
                 .collect()
         };
         let store_families: [(&str, &str, StatOf); 4] = [
-            (
-                "zarr_serve_store_requests_total",
-                "Store requests by dataset.",
-                |s| &s.requests,
-            ),
+            ("zarr_serve_store_requests_total", "Store requests by dataset.", |s| {
+                &s.requests
+            }),
             (
                 "zarr_serve_store_range_requests_total",
                 "Ranged store GETs by dataset.",
@@ -94,10 +80,7 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResp
         }
         let report = state.caches.report();
         let per_cache = |get: &dyn Fn(&CacheReport) -> u64| -> Vec<(String, u64)> {
-            report
-                .iter()
-                .map(|r| (format!("cache=\"{}\"", r.0), get(r)))
-                .collect()
+            report.iter().map(|r| (format!("cache=\"{}\"", r.0), get(r))).collect()
         };
         family(
             out,
@@ -129,10 +112,7 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResp
         );
     });
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         body,
     )
 }

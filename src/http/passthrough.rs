@@ -82,18 +82,15 @@ pub(super) async fn get(
             .as_deref()
             .is_some_and(|e| if_none_match(&headers, &quoted(e)))
         {
-            let response =
-                base_headers(Response::builder(), info, &key).status(StatusCode::NOT_MODIFIED);
+            let response = base_headers(Response::builder(), info, &key).status(StatusCode::NOT_MODIFIED);
             return Ok(response.body(Body::empty()).expect("valid response"));
         }
     }
     let byte_range = match (&range, &info) {
-        (Some(Err(())), Some(info)) => {
-            return Err(ApiError::RangeNotSatisfiable { size: info.size })
+        (Some(Err(())), Some(info)) => return Err(ApiError::RangeNotSatisfiable { size: info.size }),
+        (Some(Ok(spec)), Some(info)) => {
+            Some(resolve(spec, info.size).ok_or(ApiError::RangeNotSatisfiable { size: info.size })?)
         }
-        (Some(Ok(spec)), Some(info)) => Some(
-            resolve(spec, info.size).ok_or(ApiError::RangeNotSatisfiable { size: info.size })?,
-        ),
         _ => None,
     };
     if method == Method::HEAD {
@@ -114,9 +111,7 @@ pub(super) async fn get(
         return Ok(response.body(Body::empty()).expect("valid response"));
     }
     let if_match = info.as_ref().and_then(|i| i.etag.clone());
-    let request_range = byte_range
-        .clone()
-        .map_or(ByteRange::All, ByteRange::Bounded);
+    let request_range = byte_range.clone().map_or(ByteRange::All, ByteRange::Bounded);
     let read = store
         .get(&key, request_range, if_match.as_deref())
         .await?
@@ -128,8 +123,7 @@ pub(super) async fn get(
             limit: state.max_response_bytes,
         });
     }
-    let mut response =
-        base_headers(Response::builder(), &read.info, &key).header(header::CONTENT_LENGTH, size);
+    let mut response = base_headers(Response::builder(), &read.info, &key).header(header::CONTENT_LENGTH, size);
     if byte_range.is_some() {
         response = response.status(StatusCode::PARTIAL_CONTENT).header(
             header::CONTENT_RANGE,
@@ -141,20 +135,14 @@ pub(super) async fn get(
             ),
         );
     }
-    Ok(response
-        .body(Body::from(read.data))
-        .expect("valid response"))
+    Ok(response.body(Body::from(read.data)).expect("valid response"))
 }
 
 fn quoted(etag: &str) -> String {
     format!("\"{}\"", etag.trim_matches('"'))
 }
 
-fn base_headers(
-    builder: axum::http::response::Builder,
-    info: &ObjectInfo,
-    key: &str,
-) -> axum::http::response::Builder {
+fn base_headers(builder: axum::http::response::Builder, info: &ObjectInfo, key: &str) -> axum::http::response::Builder {
     let content_type = if key == "zarr.json" || key.ends_with("/zarr.json") {
         "application/json"
     } else {
@@ -163,10 +151,7 @@ fn base_headers(
     let mut builder = builder
         .header(header::ACCEPT_RANGES, "bytes")
         .header(header::CONTENT_TYPE, content_type)
-        .header(
-            header::LAST_MODIFIED,
-            httpdate::fmt_http_date(info.last_modified),
-        );
+        .header(header::LAST_MODIFIED, httpdate::fmt_http_date(info.last_modified));
     if let Some(etag) = &info.etag {
         builder = builder.header(header::ETAG, quoted(etag));
     }

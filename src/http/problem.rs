@@ -69,20 +69,15 @@ impl ApiError {
         use EngineError as E;
         match self {
             ApiError::Engine(E::NotFound(_)) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Engine(E::InvalidRequest(_)) | ApiError::BadRequest(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            ApiError::Engine(E::InvalidRequest(_)) | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Engine(E::Store(StoreError::InvalidKey(_))) => StatusCode::BAD_REQUEST,
             ApiError::Engine(E::Unsupported(_)) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Engine(E::Corrupt { .. }) => StatusCode::BAD_GATEWAY,
-            ApiError::Engine(E::Store(StoreError::Timeout(_))) | ApiError::Timeout(_) => {
-                StatusCode::GATEWAY_TIMEOUT
+            ApiError::Engine(E::Store(StoreError::Timeout(_))) | ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::Engine(E::Store(StoreError::RangeNotSatisfiable(_))) | ApiError::RangeNotSatisfiable { .. } => {
+                StatusCode::RANGE_NOT_SATISFIABLE
             }
-            ApiError::Engine(E::Store(StoreError::RangeNotSatisfiable(_)))
-            | ApiError::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
-            ApiError::Engine(E::Store(_)) | ApiError::Overloaded(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Engine(E::Store(_)) | ApiError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,

@@ -125,9 +125,7 @@ impl Store {
 
     fn path(&self, key: &str) -> Result<Path, StoreError> {
         validate_key(key).map_err(StoreError::InvalidKey)?;
-        Ok(Path::from_iter(
-            self.root.parts().chain(Path::from(key).parts()),
-        ))
+        Ok(Path::from_iter(self.root.parts().chain(Path::from(key).parts())))
     }
 
     /// Run one store request under the limiter and the timeout, counting it.
@@ -135,11 +133,7 @@ impl Store {
         &self,
         fut: impl std::future::Future<Output = object_store::Result<T>>,
     ) -> Result<Option<T>, StoreError> {
-        let _permit = self
-            .limiter
-            .acquire()
-            .await
-            .expect("store limiter is never closed");
+        let _permit = self.limiter.acquire().await.expect("store limiter is never closed");
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
         let result = tokio::time::timeout(self.timeout, fut).await;
         let error = match result {
@@ -168,9 +162,7 @@ impl Store {
             if_match: if_match.map(str::to_string),
             range: match range {
                 ByteRange::All => None,
-                ByteRange::Bounded(r) if r.is_empty() => {
-                    return self.empty_read(key, r.start).await
-                }
+                ByteRange::Bounded(r) if r.is_empty() => return self.empty_read(key, r.start).await,
                 ByteRange::Bounded(r) => Some(GetRange::Bounded(r)),
                 ByteRange::From(o) => Some(GetRange::Offset(o)),
                 ByteRange::Suffix(n) => Some(GetRange::Suffix(n)),
@@ -190,9 +182,7 @@ impl Store {
             })
             .await?;
         Ok(fetched.map(|(data, range, info)| {
-            self.stats
-                .bytes
-                .fetch_add(data.len() as u64, Ordering::Relaxed);
+            self.stats.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
             ReadResult { data, range, info }
         }))
     }
@@ -224,19 +214,14 @@ impl Store {
     /// Metadata of `key`, `None` when missing.
     pub async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let path = self.path(key)?;
-        Ok(self
-            .run(self.inner.head(&path))
-            .await?
-            .map(|m| object_info(&m)))
+        Ok(self.run(self.inner.head(&path)).await?.map(|m| object_info(&m)))
     }
 
     /// The names of the children of `prefix` (`""` for the root): the
     /// sub-directories and the objects directly under it, each sorted.
     pub async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
         let path = self.path(prefix)?;
-        let listing = self
-            .run(self.inner.list_with_delimiter(Some(&path)))
-            .await?;
+        let listing = self.run(self.inner.list_with_delimiter(Some(&path))).await?;
         let Some(listing) = listing else {
             return Ok((vec![], vec![]));
         };

@@ -10,7 +10,7 @@ use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::{ObjectStore, RetryConfig};
 use url::Url;
 
 use super::Store;
@@ -55,17 +55,9 @@ impl Store {
 }
 
 fn open_local(dir: &std::path::Path) -> Result<(Arc<dyn ObjectStore>, Path), String> {
-    let dir =
-        std::path::absolute(dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
-    let root = Path::from_absolute_path(&dir)
-        .map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
+    let dir = std::path::absolute(dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
+    let root = Path::from_absolute_path(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
     Ok((Arc::new(LocalFileSystem::new()), root))
-}
-
-fn client_options(options: &StoreOptions) -> ClientOptions {
-    ClientOptions::new()
-        .with_timeout(options.timeout)
-        .with_connect_timeout(options.timeout.min(Duration::from_secs(5)))
 }
 
 fn retry_config(options: &StoreOptions) -> RetryConfig {
@@ -76,76 +68,59 @@ fn retry_config(options: &StoreOptions) -> RetryConfig {
     }
 }
 
+/// Backend options with our defaults under the user's: the HTTP client's
+/// own timeouts are set past the store timeout, so the store layer's timeout
+/// fires first and is reported as a timeout (504).
+fn backend_options(options: &StoreOptions) -> BTreeMap<String, String> {
+    let outer = format!("{}ms", (options.timeout * 2 + Duration::from_secs(1)).as_millis());
+    let mut merged = BTreeMap::from([
+        ("timeout".to_string(), outer.clone()),
+        ("connect_timeout".to_string(), outer),
+    ]);
+    merged.extend(options.backend.clone());
+    merged
+}
+
 fn open_url(url: &Url, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, Path), String> {
-    let bad_option = |k: &str, e: object_store::Error| {
-        format!("invalid store option '{k}' for {}: {e}", url.scheme())
-    };
-    let root =
-        Path::from_url_path(url.path()).map_err(|e| format!("invalid path in {url}: {e}"))?;
-    let store: Arc<dyn ObjectStore> = match url.scheme() {
+    let bad_option = |k: &str, e: object_store::Error| format!("invalid store option '{k}' for {}: {e}", url.scheme());
+    let cannot_open = |e: object_store::Error| format!("cannot open {}: {e}", redact(url));
+    let root = Path::from_url_path(url.path()).map_err(|e| format!("invalid path in {}: {e}", redact(url)))?;
+    let settings = backend_options(options);
+    let retry = retry_config(options);
+    // Each builder takes the options as config keys (applied after the
+    // environment, so a config file wins over AWS_* variables).
+    macro_rules! build {
+        ($builder:expr) => {{
+            let mut b = $builder.with_url(url.as_str()).with_retry(retry);
+            for (k, v) in &settings {
+                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
+            }
+            Arc::new(b.build().map_err(cannot_open)?) as Arc<dyn ObjectStore>
+        }};
+    }
+    let store = match url.scheme() {
         "file" => {
             let dir = url
                 .to_file_path()
-                .map_err(|_| format!("invalid file URL {url}"))?;
+                .map_err(|_| format!("invalid file URL {}", redact(url)))?;
             return open_local(&dir);
         }
-        "s3" | "s3a" => {
-            let mut b = AmazonS3Builder::from_env().with_url(url.as_str());
-            for (k, v) in &options.backend {
-                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
-            }
-            let b = b
-                .with_client_options(client_options(options))
-                .with_retry(retry_config(options));
-            Arc::new(
-                b.build()
-                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
-            )
-        }
-        "gs" => {
-            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
-            for (k, v) in &options.backend {
-                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
-            }
-            let b = b
-                .with_client_options(client_options(options))
-                .with_retry(retry_config(options));
-            Arc::new(
-                b.build()
-                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
-            )
-        }
-        "az" | "azure" | "abfs" | "abfss" => {
-            let mut b = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
-            for (k, v) in &options.backend {
-                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
-            }
-            let b = b
-                .with_client_options(client_options(options))
-                .with_retry(retry_config(options));
-            Arc::new(
-                b.build()
-                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
-            )
-        }
+        "s3" | "s3a" => build!(AmazonS3Builder::from_env()),
+        "gs" => build!(GoogleCloudStorageBuilder::from_env()),
+        "az" | "azure" | "abfs" | "abfss" => build!(MicrosoftAzureBuilder::from_env()),
         "http" | "https" => {
             let mut base = url.clone();
             base.set_path("");
-            let b = HttpBuilder::new()
-                .with_url(base.as_str())
-                .with_client_options(client_options(options).with_allow_http(true))
-                .with_retry(retry_config(options));
-            Arc::new(
-                b.build()
-                    .map_err(|e| format!("cannot open {}: {e}", redact(url)))?,
-            )
+            let mut b = HttpBuilder::new().with_url(base.as_str()).with_retry(retry);
+            for (k, v) in settings
+                .iter()
+                .chain([(&"allow_http".to_string(), &"true".to_string())])
+            {
+                b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
+            }
+            Arc::new(b.build().map_err(cannot_open)?)
         }
-        other => {
-            return Err(format!(
-                "unsupported store scheme '{other}' in {}",
-                redact(url)
-            ))
-        }
+        other => return Err(format!("unsupported store scheme '{other}' in {}", redact(url))),
     };
     // For bucket URLs (`s3://bucket/prefix`) the bucket is the host, so the
     // URL path is the prefix inside it; for HTTP it is the path on the server.
@@ -171,8 +146,7 @@ mod tests {
         assert!(Store::open("/tmp", &opts).is_ok());
         assert!(Store::open("file:///tmp", &opts).is_ok());
         let mut s3 = opts.clone();
-        s3.backend
-            .insert("endpoint".into(), "http://127.0.0.1:9".into());
+        s3.backend.insert("endpoint".into(), "http://127.0.0.1:9".into());
         s3.backend.insert("region".into(), "us-east-1".into());
         s3.backend.insert("allow_http".into(), "true".into());
         assert!(Store::open("s3://bucket/prefix", &s3).is_ok());

@@ -38,10 +38,10 @@ pub fn config() -> Config {
         cors_origins: vec!["https://viewer.example".into()],
         ..Config::default()
     };
-    config.datasets.insert(
-        "fixtures".into(),
-        dataset(fixtures().join("data.zarr").to_string_lossy()),
-    );
+    // The fixtures on local disk, or where ZARR_FIXTURES_STORE says (e.g. S3).
+    let fixtures_url = std::env::var("ZARR_FIXTURES_STORE")
+        .unwrap_or_else(|_| fixtures().join("data.zarr").to_string_lossy().into_owned());
+    config.datasets.insert("fixtures".into(), dataset(fixtures_url));
     config.datasets.insert(
         "sample".into(),
         dataset(repo().join("sample/sample.zarr").to_string_lossy()),

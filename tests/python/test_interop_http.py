@@ -403,6 +403,72 @@ def test_node_document_matches_manifest(http, entry):
     assert doc["readable"] is True, doc.get("unreadable_reason")
 
 
+# ------------------------------------------------------------------ compression, passthrough
+
+COMPRESSION_SAMPLE = [a for a in ARRAYS if a["path"] in {"zarr_python/int16", "zarr_python/fill_nan", "tensorstore/shard_3d"}]
+
+
+@pytest.mark.parametrize("encoding", ["gzip"])
+@pytest.mark.parametrize("entry", COMPRESSION_SAMPLE, ids=ids(COMPRESSION_SAMPLE))
+def test_data_compressed(http, entry, encoding):
+    """Accept-Encoding compresses data; the decoded body is unchanged and, the compressed
+    body being another representation, its strong ETag differs (RFC 9110 8.8.3.3; the
+    contract: a data ETag identifies the representation)."""
+    url = f"{DS_URL}/data/{entry['path']}"
+    plain = http.get(url, timeout=TIMEOUT)
+    comp = http.get(url, headers={"Accept-Encoding": encoding}, timeout=TIMEOUT)
+    assert comp.status_code == 200
+    assert comp.headers.get("Content-Encoding") == encoding
+    assert "accept-encoding" in comp.headers.get("Vary", "").lower()
+    assert comp.content == plain.content == (FIXTURES / entry["expected"]).read_bytes()
+    assert comp.headers["ETag"] != plain.headers["ETag"], (
+        f"identity and {encoding} bodies share the strong ETag {plain.headers['ETag']}"
+    )
+
+
+PASSTHROUGH_KEYS = [
+    "zarr.json",
+    "zarr_python/int16/zarr.json",
+    "zarr_python/int16/c/0/0",
+    "tensorstore/shard_3d/zarr.json",
+]
+
+
+@pytest.mark.parametrize("key", PASSTHROUGH_KEYS)
+def test_passthrough_bytes_and_ranges(http, key):
+    stored = (FIXTURES / "data.zarr" / key).read_bytes()
+    url = f"{ZARR_URL}/{key}"
+    r = http.get(url, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.content == stored
+    for h in ("ETag", "Last-Modified"):
+        assert r.headers.get(h), f"no {h}"
+    assert r.headers.get("Accept-Ranges") == "bytes"
+    assert int(r.headers["Content-Length"]) == len(stored)
+    n = len(stored)
+    for rng, sl in ((f"bytes=1-{min(5, n - 1)}", slice(1, min(5, n - 1) + 1)), ("bytes=2-", slice(2, None)),
+                    ("bytes=-3", slice(n - 3, None))):
+        p = http.get(url, headers={"Range": rng}, timeout=TIMEOUT)
+        assert p.status_code == 206, f"{rng}: {p.status_code}"
+        assert p.content == stored[sl], f"{rng}: wrong bytes"
+        assert p.headers.get("Content-Range", "").endswith(f"/{n}")
+    for rng in ("bytes=-0", f"bytes={n}-"):
+        assert http.get(url, headers={"Range": rng}, timeout=TIMEOUT).status_code == 416, rng
+    assert http.get(url, headers={"If-None-Match": r.headers["ETag"]}, timeout=TIMEOUT).status_code == 304
+
+
+@pytest.mark.parametrize("key", PASSTHROUGH_KEYS[:2])
+def test_passthrough_compressed_keeps_headers(http, key):
+    """Passthrough answered with Accept-Encoding (as every browser, requests and aiohttp send
+    it) must still be the stored bytes with the headers the contract promises."""
+    stored = (FIXTURES / "data.zarr" / key).read_bytes()
+    r = http.get(f"{ZARR_URL}/{key}", headers={"Accept-Encoding": "gzip"}, timeout=TIMEOUT)
+    assert r.status_code == 200 and r.content == stored
+    assert r.headers.get("Accept-Ranges") == "bytes", (
+        f"Accept-Ranges missing (Content-Encoding: {r.headers.get('Content-Encoding')!r})"
+    )
+    assert r.headers.get("ETag") and r.headers.get("Last-Modified")
+
+
 # ------------------------------------------------------------- c. corrupt / unsupported
 
 

@@ -95,9 +95,7 @@ impl CodecChain {
                 current = next;
             } else if let Some(a2b) = ArrayToBytesCodec::from_json(name, config, &current)? {
                 if array_to_bytes.is_some() {
-                    return Err(corrupt(format!(
-                        "codecs: a second array->bytes codec \"{name}\""
-                    )));
+                    return Err(corrupt(format!("codecs: a second array->bytes codec \"{name}\"")));
                 }
                 array_to_bytes = Some(a2b);
             } else if let Some(b2b) = BytesToBytesCodec::from_json(name, config)? {
@@ -111,8 +109,8 @@ impl CodecChain {
                 return Err(Error::Unsupported(format!("codec \"{name}\"")));
             }
         }
-        let array_to_bytes = array_to_bytes
-            .ok_or_else(|| corrupt(format!("codecs {codecs} has no array->bytes codec")))?;
+        let array_to_bytes =
+            array_to_bytes.ok_or_else(|| corrupt(format!("codecs {codecs} has no array->bytes codec")))?;
         let mut decoded_sizes = Vec::with_capacity(bytes_to_bytes.len());
         let mut size = array_to_bytes.encoded_size(&current);
         for b2b in &bytes_to_bytes {
@@ -136,9 +134,7 @@ impl CodecChain {
 
     /// The encoded size, when every codec's output size is fixed.
     pub fn encoded_size(&self) -> Option<usize> {
-        let mut size = self
-            .array_to_bytes
-            .encoded_size(&self.array_to_bytes_repr)?;
+        let mut size = self.array_to_bytes.encoded_size(&self.array_to_bytes_repr)?;
         for b2b in &self.bytes_to_bytes {
             size = b2b.encoded_size(size)?;
         }
@@ -149,9 +145,7 @@ impl CodecChain {
     /// it), so that inner chunks can be read from byte ranges of the shard.
     pub fn partial_sharding(&self) -> Option<&ShardingCodec> {
         match &self.array_to_bytes {
-            ArrayToBytesCodec::Sharding(s)
-                if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() =>
-            {
+            ArrayToBytesCodec::Sharding(s) if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() => {
                 Some(s)
             }
             _ => None,
@@ -175,9 +169,7 @@ impl CodecChain {
         for (b2b, size) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).rev() {
             bytes = b2b.decode(bytes, *size)?;
         }
-        let mut array = self
-            .array_to_bytes
-            .decode(bytes, &self.array_to_bytes_repr)?;
+        let mut array = self.array_to_bytes.decode(bytes, &self.array_to_bytes_repr)?;
         for (a2a, repr) in self.array_to_array.iter().rev() {
             array = a2a.decode(array, repr)?;
         }
@@ -205,10 +197,7 @@ mod tests {
         ];
         for codecs in bad {
             assert!(
-                matches!(
-                    CodecChain::from_json(&codecs, &r),
-                    Err(Error::Corrupt { .. })
-                ),
+                matches!(CodecChain::from_json(&codecs, &r), Err(Error::Corrupt { .. })),
                 "{codecs}"
             );
         }

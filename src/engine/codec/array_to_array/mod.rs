@@ -18,16 +18,9 @@ pub enum ArrayToArrayCodec {
 
 impl ArrayToArrayCodec {
     /// The codec named `name`, or `None` if it is not an array -> array codec.
-    pub(crate) fn from_json(
-        name: &str,
-        config: Option<&Map<String, Value>>,
-        repr: &ChunkRepr,
-    ) -> Result<Option<Self>> {
+    pub(crate) fn from_json(name: &str, config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Option<Self>> {
         Ok(match name {
-            "transpose" => Some(Self::Transpose(TransposeCodec::from_json(
-                config,
-                repr.shape.len(),
-            )?)),
+            "transpose" => Some(Self::Transpose(TransposeCodec::from_json(config, repr.shape.len())?)),
             _ => None,
         })
     }

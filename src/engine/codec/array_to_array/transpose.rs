@@ -30,9 +30,7 @@ impl TransposeCodec {
                 .iter()
                 .map(|v| v.as_u64().map(|u| u as usize))
                 .collect::<Option<_>>()
-                .ok_or_else(|| {
-                    corrupt(format!("transpose order {value} is not a list of integers"))
-                })?,
+                .ok_or_else(|| corrupt(format!("transpose order {value} is not a list of integers")))?,
             _ => return Err(corrupt(format!("transpose order {value}"))),
         };
         let mut seen = vec![false; rank];
@@ -63,11 +61,7 @@ impl TransposeCodec {
         for d in (0..rank.saturating_sub(1)).rev() {
             strides[d] = strides[d + 1] * decoded.shape[d + 1] as usize;
         }
-        let enc_shape: Vec<usize> = self
-            .order
-            .iter()
-            .map(|&d| decoded.shape[d] as usize)
-            .collect();
+        let enc_shape: Vec<usize> = self.order.iter().map(|&d| decoded.shape[d] as usize).collect();
         let enc_strides: Vec<usize> = self.order.iter().map(|&d| strides[d]).collect();
         let mut out = vec![0u8; encoded.len()];
         let mut index = vec![0usize; rank];

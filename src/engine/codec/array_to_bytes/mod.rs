@@ -22,16 +22,10 @@ pub enum ArrayToBytesCodec {
 
 impl ArrayToBytesCodec {
     /// The codec named `name`, or `None` if it is not an array -> bytes codec.
-    pub(crate) fn from_json(
-        name: &str,
-        config: Option<&Map<String, Value>>,
-        repr: &ChunkRepr,
-    ) -> Result<Option<Self>> {
+    pub(crate) fn from_json(name: &str, config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Option<Self>> {
         Ok(match name {
             "bytes" | "endian" => Some(Self::Bytes(BytesCodec::from_json(config, repr)?)),
-            "sharding_indexed" => Some(Self::Sharding(Box::new(ShardingCodec::from_json(
-                config, repr,
-            )?))),
+            "sharding_indexed" => Some(Self::Sharding(Box::new(ShardingCodec::from_json(config, repr)?))),
             _ => None,
         })
     }

@@ -49,8 +49,7 @@ const EMPTY: u64 = u64::MAX;
 impl ShardingCodec {
     /// Parse the configuration for shards of `repr`.
     pub fn from_json(config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
-        let config =
-            config.ok_or_else(|| corrupt("sharding_indexed codec without configuration"))?;
+        let config = config.ok_or_else(|| corrupt("sharding_indexed codec without configuration"))?;
         let get = |name: &str| {
             config
                 .get(name)
@@ -58,28 +57,19 @@ impl ShardingCodec {
         };
         let inner_shape = u64_list(get("chunk_shape")?, "sharding_indexed chunk_shape")?;
         let divides = inner_shape.len() == repr.shape.len()
-            && inner_shape
-                .iter()
-                .zip(&repr.shape)
-                .all(|(i, s)| *i > 0 && s % i == 0);
+            && inner_shape.iter().zip(&repr.shape).all(|(i, s)| *i > 0 && s % i == 0);
         if !divides {
             return Err(corrupt(format!(
                 "sharding_indexed chunk_shape {inner_shape:?} does not evenly divide the shard shape {:?}",
                 repr.shape
             )));
         }
-        let chunks_per_shard: Vec<u64> = repr
-            .shape
-            .iter()
-            .zip(&inner_shape)
-            .map(|(s, i)| s / i)
-            .collect();
+        let chunks_per_shard: Vec<u64> = repr.shape.iter().zip(&inner_shape).map(|(s, i)| s / i).collect();
         let inner_repr = ChunkRepr::new(inner_shape, repr.data_type, repr.fill_value.clone());
         let inner = CodecChain::from_json(get("codecs")?, &inner_repr)?;
         let mut index_shape = chunks_per_shard.clone();
         index_shape.push(2);
-        let index_repr =
-            ChunkRepr::new(index_shape, DataType::UInt64, EMPTY.to_le_bytes().to_vec());
+        let index_repr = ChunkRepr::new(index_shape, DataType::UInt64, EMPTY.to_le_bytes().to_vec());
         let index = CodecChain::from_json(get("index_codecs")?, &index_repr)?;
         let index_size = index.encoded_size().ok_or_else(|| {
             corrupt(format!(
@@ -150,9 +140,7 @@ impl ShardingCodec {
                     "shard index entry {i} has offset {offset} and nbytes {nbytes}: only one is 2^64-1"
                 )));
             }
-            let inside = offset
-                .checked_add(nbytes)
-                .is_some_and(|end| end <= shard_size);
+            let inside = offset.checked_add(nbytes).is_some_and(|end| end <= shard_size);
             if !inside {
                 return Err(corrupt(format!(
                     "shard index entry {i} (offset {offset}, nbytes {nbytes}) lies outside the shard of {shard_size} bytes"
@@ -181,8 +169,7 @@ impl ShardingCodec {
             )));
         }
         let range = self.index_range(size);
-        let index =
-            self.decode_index(shard.slice(range.start as usize..range.end as usize), size)?;
+        let index = self.decode_index(shard.slice(range.start as usize..range.end as usize), size)?;
         let mut out = repr.fill_chunk().to_vec();
         let inner_shape = self.inner_shape();
         for (i, coords) in self.inner_coords().enumerate() {
@@ -259,8 +246,7 @@ mod tests {
     use serde_json::json;
 
     fn codec(location: Option<&str>, crc: bool) -> ShardingCodec {
-        let mut index_codecs =
-            vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+        let mut index_codecs = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
         if crc {
             index_codecs.push(json!({"name": "crc32c"}));
         }
@@ -360,10 +346,7 @@ mod tests {
         let err = c.decode(Bytes::from(shard), &repr).unwrap_err().to_string();
         assert!(err.contains("only one"), "{err}");
 
-        let err = c
-            .decode(Bytes::from(vec![0u8; 10]), &repr)
-            .unwrap_err()
-            .to_string();
+        let err = c.decode(Bytes::from(vec![0u8; 10]), &repr).unwrap_err().to_string();
         assert!(err.contains("too short"), "{err}");
     }
 }

@@ -26,17 +26,11 @@ impl BloscCodec {
         match cname.and_then(Value::as_str) {
             Some("blosclz" | "lz4" | "lz4hc" | "zlib" | "zstd") | None => {}
             Some("snappy") => return Err(Error::Unsupported("blosc cname \"snappy\"".into())),
-            Some(_) => {
-                return Err(corrupt(format!(
-                    "blosc codec cname {}",
-                    cname.unwrap_or(&Value::Null)
-                )))
-            }
+            Some(_) => return Err(corrupt(format!("blosc codec cname {}", cname.unwrap_or(&Value::Null)))),
         }
         match config.and_then(|c| c.get("shuffle")) {
             None => {}
-            Some(Value::String(s))
-                if ["noshuffle", "shuffle", "bitshuffle"].contains(&s.as_str()) => {}
+            Some(Value::String(s)) if ["noshuffle", "shuffle", "bitshuffle"].contains(&s.as_str()) => {}
             Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n <= 2) => {}
             Some(other) => return Err(corrupt(format!("blosc codec shuffle {other}"))),
         }
@@ -50,21 +44,14 @@ impl BloscCodec {
     pub fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
         let mut nbytes = 0usize;
         // SAFETY: validate reads at most `encoded.len()` bytes of `encoded`.
-        let valid = unsafe {
-            blosc_src::blosc_cbuffer_validate(
-                encoded.as_ptr() as *const c_void,
-                encoded.len(),
-                &mut nbytes,
-            )
-        };
+        let valid =
+            unsafe { blosc_src::blosc_cbuffer_validate(encoded.as_ptr() as *const c_void, encoded.len(), &mut nbytes) };
         if valid < 0 {
             return Err(corrupt("blosc: not a valid blosc frame"));
         }
         match expected {
             Some(n) if n != nbytes => {
-                return Err(corrupt(format!(
-                    "blosc frame holds {nbytes} bytes, expected {n}"
-                )));
+                return Err(corrupt(format!("blosc frame holds {nbytes} bytes, expected {n}")));
             }
             None if nbytes > MAX_UNKNOWN_SIZE => {
                 return Err(corrupt(format!("blosc frame claims {nbytes} bytes")));
@@ -128,13 +115,9 @@ mod tests {
                     data,
                     "{cname} {shuffle}"
                 );
-                assert!(BloscCodec
-                    .decode(&enc[..enc.len() / 2], Some(data.len()))
-                    .is_err());
+                assert!(BloscCodec.decode(&enc[..enc.len() / 2], Some(data.len())).is_err());
             }
         }
-        assert!(BloscCodec
-            .decode(b"garbage!garbage!garbage!", None)
-            .is_err());
+        assert!(BloscCodec.decode(b"garbage!garbage!garbage!", None).is_err());
     }
 }

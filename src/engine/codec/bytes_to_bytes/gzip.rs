@@ -38,9 +38,7 @@ mod tests {
         let encoded = enc.finish().unwrap();
         assert_eq!(GzipCodec.decode(&encoded, Some(5000)).unwrap(), data);
         assert_eq!(GzipCodec.decode(&encoded, None).unwrap(), data);
-        assert!(GzipCodec
-            .decode(&encoded[..encoded.len() - 9], Some(5000))
-            .is_err());
+        assert!(GzipCodec.decode(&encoded[..encoded.len() - 9], Some(5000)).is_err());
         assert!(GzipCodec.decode(&encoded, Some(4999)).is_err());
     }
 }

@@ -29,10 +29,7 @@ pub enum BytesToBytesCodec {
 
 impl BytesToBytesCodec {
     /// The codec named `name`, or `None` if it is not a bytes -> bytes codec.
-    pub(crate) fn from_json(
-        name: &str,
-        config: Option<&Map<String, Value>>,
-    ) -> Result<Option<Self>> {
+    pub(crate) fn from_json(name: &str, config: Option<&Map<String, Value>>) -> Result<Option<Self>> {
         Ok(match name {
             "gzip" => Some(Self::Gzip(GzipCodec::from_json(config)?)),
             "zstd" => Some(Self::Zstd(ZstdCodec::from_json(config)?)),
@@ -64,11 +61,7 @@ impl BytesToBytesCodec {
 
 /// Read a decompressor to the end, refusing more than `expected` bytes when
 /// the size is known (a corrupt or hostile stream cannot exhaust memory).
-pub(crate) fn read_limited(
-    mut reader: impl std::io::Read,
-    expected: Option<usize>,
-    codec: &str,
-) -> Result<Vec<u8>> {
+pub(crate) fn read_limited(mut reader: impl std::io::Read, expected: Option<usize>, codec: &str) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut out = Vec::with_capacity(expected.unwrap_or(0));
     let limit = expected.map_or(u64::MAX, |n| n as u64 + 1);
@@ -77,9 +70,7 @@ pub(crate) fn read_limited(
         .read_to_end(&mut out)
         .map_err(|e| corrupt(format!("{codec} decompression failed: {e}")))?;
     match expected {
-        Some(n) if out.len() > n => Err(corrupt(format!(
-            "{codec} decompressed to more than {n} bytes"
-        ))),
+        Some(n) if out.len() > n => Err(corrupt(format!("{codec} decompressed to more than {n} bytes"))),
         Some(n) if out.len() < n => Err(corrupt(format!(
             "{codec} decompressed to {} bytes, expected {n}",
             out.len()
@@ -97,13 +88,10 @@ pub(crate) fn int_field(
     default: Option<i64>,
 ) -> Result<i64> {
     match config.and_then(|c| c.get(field)) {
-        None => {
-            default.ok_or_else(|| corrupt(format!("{codec} codec has no configuration.{field}")))
-        }
-        Some(v) => v.as_i64().filter(|n| range.contains(n)).ok_or_else(|| {
-            corrupt(format!(
-                "{codec} codec {field} {v} is not an integer in {range:?}"
-            ))
-        }),
+        None => default.ok_or_else(|| corrupt(format!("{codec} codec has no configuration.{field}"))),
+        Some(v) => v
+            .as_i64()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| corrupt(format!("{codec} codec {field} {v} is not an integer in {range:?}"))),
     }
 }

@@ -35,9 +35,7 @@ impl ZstdCodec {
                 .and_then(|mut d| d.decompress_to_buffer(encoded, &mut out))
                 .map_err(|e| corrupt(format!("zstd decompression failed: {e}")))?;
             if written != n {
-                return Err(corrupt(format!(
-                    "zstd decompressed to {written} bytes, expected {n}"
-                )));
+                return Err(corrupt(format!("zstd decompressed to {written} bytes, expected {n}")));
             }
             return Ok(out);
         }
@@ -62,11 +60,7 @@ mod tests {
         assert_eq!(ZstdCodec.decode(&encoded, None).unwrap(), data);
         assert_eq!(ZstdCodec.decode(&encoded, Some(10000)).unwrap(), data);
         assert!(ZstdCodec.decode(&encoded, Some(9999)).is_err());
-        assert!(ZstdCodec
-            .decode(&encoded[..encoded.len() / 2], Some(10000))
-            .is_err());
-        assert!(ZstdCodec
-            .decode(&encoded[..encoded.len() / 2], None)
-            .is_err());
+        assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], Some(10000)).is_err());
+        assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], None).is_err());
     }
 }

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Render bench-data/results.json (from bench.py) as the Markdown table of the issue.
+
+Usage: python bench/report.py [bench-data/results.json]
+"""
+import json
+import os
+import sys
+
+MB = 1e6
+MIB = 2**20
+
+
+def fmt(x, unit="", nd=0):
+    if x is None:
+        return "n/a"
+    return f"{x:,.{nd}f}{unit}"
+
+
+def verdict(ok):
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def peer(res, lib, what):
+    for p in res.get("peers", {}).get("peers", []):
+        if p.get("lib") == lib and p.get("what") == what:
+            return p
+    return {}
+
+
+def counter(d, name, label=None):
+    for k, v in d.items():
+        if k.startswith(name + "{") or k == name:
+            if label is None or label in k:
+                return v
+    return None
+
+
+def render(res):
+    L = []
+    b = res.get("binary", {})
+    L.append(f"# zarr-serve benchmark ({res.get('started')} .. {res.get('finished')})\n")
+    L.append(f"Binary: `{b.get('version')}` sha256 {b.get('sha256')}… built {b.get('mtime')}; "
+             f"{res['machine']['nproc']} cores, loadavg at start {' '.join(res['machine']['loadavg_at_start'])}, "
+             f"at end {' '.join(res['machine'].get('loadavg_at_end', []))}. "
+             f"MB = 10^6 bytes of decoded output. wrk: {res['params']['threads']} threads, "
+             f"{res['params']['conns']} connections, {res['params']['duration']} s after a "
+             f"{res['params']['warmup']} s warm-up, same seeded tile sequence for both servers.\n")
+
+    bulk = res.get("bulk", {})
+    warm_ok = [w for w in bulk.get("warm", []) if w.get("status") == 200 and w.get("size") == 134217728]
+    warm_best = min((w["time_s"] for w in warm_ok), default=None)
+    warm_mbps = 134217728 / MB / warm_best if warm_best else None
+    cold = bulk.get("cold", {})
+    cold_mbps = 134217728 / MB / cold["time_s"] if cold.get("status") == 200 and cold.get("time_s") else None
+    ts_r, zp_r = peer(res, "tensorstore", "region"), peer(res, "zarr-python", "region")
+    ts_w, zp_w = peer(res, "tensorstore", "whole"), peer(res, "zarr-python", "whole")
+    mem = res.get("memory", {})
+    whole = mem.get("whole", {})
+    whole_mbps = (whole["size"] / MB / whole["time_s"]) if whole.get("status") == 200 and whole.get("time_s") else None
+
+    tz, tn = res.get("tiles_zarr", {}), res.get("tiles_nginx", {})
+    mz, mn = res.get("meta_zarr", {}), res.get("meta_nginx", {})
+    lz, ln = tz.get("latency_us", {}), tn.get("latency_us", {})
+
+    L.append("| measure | zarr-serve | peer | ratio | target | verdict |")
+    L.append("|---|---|---|---|---|---|")
+    r1 = ratio(warm_mbps, ts_r.get("mb_per_s"))
+    L.append(f"| Bulk 128 MiB region, binary over HTTP, warm (best of {len(bulk.get('warm', []))}) | "
+             f"{fmt(warm_mbps, ' MB/s')} | tensorstore {fmt(ts_r.get('mb_per_s'), ' MB/s')} | "
+             f"{fmt(r1, 'x', 2)} | >= 1.0x | {verdict(None if r1 is None else r1 >= 1.0)} |")
+    r2 = ratio(warm_mbps, zp_r.get("mb_per_s"))
+    L.append(f"| ″ | ″ | zarr-python {fmt(zp_r.get('mb_per_s'), ' MB/s')} | {fmt(r2, 'x', 2)} | >= 3x | "
+             f"{verdict(None if r2 is None else r2 >= 3.0)} |")
+    L.append(f"| Bulk region, cold (first request of a fresh server) | {fmt(cold_mbps, ' MB/s')} | "
+             f"tensorstore {fmt(ts_r.get('mb_per_s'), ' MB/s')} | {fmt(ratio(cold_mbps, ts_r.get('mb_per_s')), 'x', 2)} | – | |")
+    L.append(f"| Whole 1 GiB volume over HTTP (fresh server) | {fmt(whole_mbps, ' MB/s')} | "
+             f"tensorstore {fmt(ts_w.get('mb_per_s'), ' MB/s')}, zarr-python {fmt(zp_w.get('mb_per_s'), ' MB/s')} | "
+             f"{fmt(ratio(whole_mbps, ts_w.get('mb_per_s')), 'x', 2)} vs ts | – | |")
+    r3 = ratio(tz.get("rps"), tn.get("rps"))
+    L.append(f"| Tiles, 64 KiB, req/s at {res['params']['conns']} conns | {fmt(tz.get('rps'))} | "
+             f"nginx {fmt(tn.get('rps'))} | {fmt(r3, 'x', 2)} | >= 0.5x nginx | {verdict(None if r3 is None else r3 >= 0.5)} |")
+    pr = ratio(lz.get("p99"), lz.get("p50"))
+    L.append(f"| Tiles latency p50 / p99 | {fmt(lz.get('p50', 0) / 1000 if lz else None, ' ms', 2)} / "
+             f"{fmt(lz.get('p99', 0) / 1000 if lz else None, ' ms', 2)} | nginx "
+             f"{fmt(ln.get('p50', 0) / 1000 if ln else None, ' ms', 2)} / {fmt(ln.get('p99', 0) / 1000 if ln else None, ' ms', 2)} | "
+             f"p99/p50 = {fmt(pr, '', 1)} | p99 < 10x p50 | {verdict(None if pr is None else pr < 10)} |")
+    r4 = ratio(mz.get("rps"), mn.get("rps"))
+    L.append(f"| Metadata: node doc (`nodes/volume`, {res.get('node_doc_bytes')} B) req/s | {fmt(mz.get('rps'))} | "
+             f"nginx zarr.json ({res.get('zarr_json_bytes')} B) {fmt(mn.get('rps'))} | {fmt(r4, 'x', 2)} | >= 0.5x nginx | "
+             f"{verdict(None if r4 is None else r4 >= 0.5)} |")
+    hwm = mem.get("after", {}).get("VmHWM_mib")
+    L.append(f"| Peak RSS (VmHWM) streaming whole volume | {fmt(hwm, ' MiB')} (at start {fmt(mem.get('before', {}).get('VmHWM_mib'), ' MiB')}) | "
+             f"in-process whole read: tensorstore {fmt(ts_w.get('peak_rss_mib'), ' MiB')}, zarr-python "
+             f"{fmt(zp_w.get('peak_rss_mib'), ' MiB')} (hold the 1 GiB result) | – | < 256 MiB | "
+             f"{verdict(None if hwm is None else hwm < 256)} |")
+    ts_t, zp_t = peer(res, "tensorstore", "tile"), peer(res, "zarr-python", "tile")
+    L.append(f"| (info) one tile in-process, 1 thread, p50 | – | tensorstore {fmt(ts_t.get('p50_us'), ' µs')}, "
+             f"zarr-python {fmt(zp_t.get('p50_us'), ' µs')} | | | |")
+    bc = bulk.get("server_cpu_s_per_warm_request")
+    L.append(f"| (info) server CPU: warm bulk region / whole volume | {fmt(bc, ' s', 2)} / "
+             f"{fmt(whole.get('server_cpu_s'), ' s', 2)} | in-process wall time: tensorstore {fmt(ts_r.get('best_s'), ' s', 2)} / "
+             f"{fmt(ts_w.get('best_s'), ' s', 2)} | | | |")
+    L.append(f"| (info) server CPU per tile / per node doc | {fmt(tz.get('server_cpu_us_per_req'), ' µs')} / "
+             f"{fmt(mz.get('server_cpu_us_per_req'), ' µs')} | nginx {fmt(tn.get('server_cpu_us_per_req'), ' µs')} / "
+             f"{fmt(mn.get('server_cpu_us_per_req'), ' µs')} | "
+             f"{fmt(ratio(tz.get('server_cpu_us_per_req'), tn.get('server_cpu_us_per_req')), 'x', 1)} / "
+             f"{fmt(ratio(mz.get('server_cpu_us_per_req'), mn.get('server_cpu_us_per_req')), 'x', 1)} | | |")
+    L.append(f"| (info) server RSS after tiles+metadata wrk / after 4 bulk reads | "
+             f"{fmt(mz.get('rss_after', {}).get('VmRSS_mib'), ' MiB')} (HWM {fmt(mz.get('rss_after', {}).get('VmHWM_mib'), ' MiB')}) / "
+             f"{fmt(bulk.get('rss_after', {}).get('VmRSS_mib'), ' MiB')} (HWM {fmt(bulk.get('rss_after', {}).get('VmHWM_mib'), ' MiB')}) | | | | |")
+    L.append("")
+
+    # store economy
+    eco, ref = res.get("economy", {}), res.get("economy_reference", {})
+    warm_range = counter(eco.get("bulk_warm", {}), "zarr_serve_store_range_requests_total")
+    targets = {
+        # index reads are inferred from ranged requests: a cold bulk read makes the warm read's
+        # data requests plus its index reads; a tile makes one data request plus its index read
+        "bulk_cold": (f"1 index read per shard ({ref.get('shards')} shards); ideal "
+                      f"{fmt(ref.get('stored_bytes', 0) / MB if ref else None, ' MB', 1)} data + "
+                      f"{ref.get('shards', 0)}×{ref.get('index_bytes_per_shard')} B index",
+                      lambda d: None if warm_range is None else d["range"] - warm_range == ref.get("shards"),
+                      lambda d: None if warm_range is None else d["range"] - warm_range),
+        "bulk_warm": (f"0 index reads; ideal {fmt(ref.get('stored_bytes', 0) / MB if ref else None, ' MB', 1)} "
+                      f"in {ref.get('inner_chunks')} chunks", lambda d: d["misses"] == 0, lambda d: d["misses"]),
+        "tile_cold": ("1 index read + 1 data read", lambda d: d["range"] == 2, lambda d: d["range"] - 1),
+        "tile_warm_same": ("0 index reads, <= 1 ranged read", lambda d: d["misses"] == 0 and d["range"] <= 1,
+                           lambda d: d["misses"]),
+        "tile_warm_other_same_shard": ("0 index reads, <= 1 ranged read",
+                                       lambda d: d["misses"] == 0 and d["range"] <= 1, lambda d: d["misses"]),
+        "tile_new_shard_warm_server": ("1 index read + 1 data read", lambda d: d["range"] == 2,
+                                       lambda d: d["range"] - 1),
+    }
+    L.append("Store economy (deltas of `/metrics` around each request, in this order; store req includes "
+             "zarr.json reads; index reads inferred from ranged requests, see bench/report.py):\n")
+    L.append("| request | store req | ranged req | index reads | bytes read | shard_index hits / misses | target | verdict |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    notes_eco = []
+    for name, d in eco.items():
+        row = {"req": counter(d, "zarr_serve_store_requests_total"),
+               "range": counter(d, "zarr_serve_store_range_requests_total"),
+               "bytes": counter(d, "zarr_serve_store_bytes_total"),
+               "hits": counter(d, "zarr_serve_cache_hits_total", 'cache="shard_index"'),
+               "misses": counter(d, "zarr_serve_cache_misses_total", 'cache="shard_index"')}
+        tgt, check, idx = targets.get(name, ("", None, None))
+        try:
+            v = verdict(check(row)) if check else ""
+            ir = idx(row) if idx else None
+        except Exception:
+            v, ir = "n/a", None
+        label = name + (f" {tuple(d['_tile'])}" if "_tile" in d else "")
+        if ir is not None and row["misses"] is not None and name.startswith("tile") and row["misses"] != ir:
+            notes_eco.append(f"{label}: shard_index misses {row['misses']} but {ir} index read(s) "
+                             "(the miss counter counts more than index fetches on this path)")
+        L.append(f"| {label} | {row['req']} | {row['range']} | {fmt(ir)} | {fmt(row['bytes'])} | "
+                 f"{row['hits']} / {row['misses']} | {tgt} | {v} |")
+    L.append("")
+
+    # oddities
+    odd = list(res.get("notes", [])) + notes_eco
+    m = res.get("machine", {})
+    la = max(float(x) for x in m.get("loadavg_at_start", ["0"])[:1] + m.get("loadavg_at_end", ["0"])[:1])
+    if la > 0.75 * (m.get("nproc") or 1):
+        odd.insert(0, f"the machine was busy with other work (1-min loadavg up to {la:.1f} on {m.get('nproc')} cores): "
+                      "throughput and latency figures are noisy; CPU per request is the steadier figure")
+    if bulk:
+        for w in [cold] + bulk.get("warm", []):
+            if w.get("status") != 200 or w.get("size") != 134217728 or w.get("content_length") not in (None, w.get("size")):
+                odd.append(f"bulk response odd: {w}")
+        ts_sha = ts_r.get("sha256") or zp_r.get("sha256")
+        if ts_sha and bulk.get("sha256") != ts_sha:
+            odd.append(f"bulk HTTP body sha256 {bulk.get('sha256')[:12]}… != peers' {ts_sha[:12]}… ({bulk.get('sha_bytes')} B)")
+        elif ts_sha:
+            odd.append("bulk HTTP body identical (sha256) to tensorstore/zarr-python output")
+    if whole and (whole.get("status") != 200 or whole.get("size") != 1073741824
+                  or whole.get("content_length") not in (None, whole.get("size"))):
+        odd.append(f"whole-volume response odd: {whole}")
+    if res.get("tiles_check_mismatches"):
+        odd.append(f"tile bytes differ from numpy extraction: {res['tiles_check_mismatches']}")
+    for k in ("tiles_zarr", "tiles_nginx", "meta_zarr", "meta_nginx"):
+        w = res.get(k, {})
+        if "error" in w:
+            odd.append(f"{k}: wrk failed: {w['error'][:300]}")
+        elif w.get("error_count") or w.get("non_2xx"):
+            odd.append(f"{k}: wrk errors {w.get('errors')}, non-2xx {w.get('non_2xx', 0)}")
+    for k in ("bulk", "tiles_zarr", "memory"):
+        for line in res.get(k, {}).get("log_issues", []) or []:
+            odd.append(f"server log ({k}): {line[:200]}")
+    for p in res.get("peers", {}).get("peers", []):
+        if "error" in p:
+            odd.append(f"peer {p['lib']} {p['what']} failed: {p['error'][:200]}")
+    if odd:
+        L.append("Notes:\n")
+        L += [f"- {o}" for o in odd]
+        L.append("")
+    return "\n".join(L)
+
+
+if __name__ == "__main__":
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench-data", "results.json")
+    print(render(json.load(open(path))))

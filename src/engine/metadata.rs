@@ -5,6 +5,8 @@
 //! types, grids, extensions) are [`Error::Unsupported`]; malformed structure is
 //! [`Error::Corrupt`] naming the metadata key.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::chunk_grid::RegularChunkGrid;
@@ -84,7 +86,7 @@ pub struct ArrayMetadata {
     /// One element's little-endian bytes.
     pub fill_value: Vec<u8>,
     /// The codec chain, resolved for the chunk shape.
-    pub codecs: CodecChain,
+    pub codecs: Arc<CodecChain>,
     /// `dimension_names`, if present.
     pub dimension_names: Option<Vec<Option<String>>>,
 }
@@ -132,10 +134,8 @@ impl ArrayMetadata {
                 return Err(corrupt(format!("attributes {attrs} is not an object")));
             }
         }
-        let codecs = CodecChain::from_json(
-            field("codecs")?,
-            &super::codec::ChunkRepr::new(chunk_grid.chunk_shape.clone(), data_type, fill_value.clone()),
-        )?;
+        let repr = super::codec::ChunkRepr::new(chunk_grid.chunk_shape.clone(), data_type, fill_value.clone());
+        let codecs = Arc::new(CodecChain::from_json(field("codecs")?, &repr)?);
         Ok(Self {
             shape,
             data_type,

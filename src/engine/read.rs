@@ -17,13 +17,16 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use futures::stream::FuturesUnordered;
 use futures::{StreamExt, TryStreamExt};
+use tokio::sync::Semaphore;
 
-use super::cache::CachedIndex;
+use super::cache::{CachedIndex, ChunkKey};
 use super::codec::array_to_bytes::sharding::{IndexLocation, ShardingCodec};
+use super::codec::CodecChain;
 use super::copy::{copy_block, Block};
 use super::error::{Error, Result};
 use super::hierarchy::{Dataset, Node};
@@ -72,6 +75,9 @@ pub struct ReadPlan {
     slab_dim: Option<usize>,
     /// Ranges of output positions along `slab_dim`, one per slab.
     slabs: Vec<Range<u64>>,
+    /// Shape of the decoded units copied from: inner chunks when read
+    /// partially from shards, else chunks.
+    read_shape: Vec<u64>,
 }
 
 impl ReadPlan {
@@ -101,11 +107,16 @@ impl ReadPlan {
                 slabs
             }
         };
+        let read_shape = match meta.codecs.partial_sharding() {
+            Some(codec) => codec.inner_shape().to_vec(),
+            None => meta.chunk_grid.chunk_shape.clone(),
+        };
         Ok(Self {
             node,
             dims,
             slab_dim,
             slabs,
+            read_shape,
         })
     }
 
@@ -185,17 +196,90 @@ impl ReadPlan {
     }
 }
 
-/// A decoded chunk (or the fill value) and where its part goes.
-struct Piece {
-    data: Option<Bytes>,
-    shape: Vec<u64>,
+/// Where a chunk's bytes come from.
+enum Source {
+    /// Never written: the fill value.
+    Fill,
+    /// Encoded bytes, to decode with the unit's codecs.
+    Encoded(Bytes),
+    /// Already decoded (a decoded-chunk cache hit).
+    Decoded(Bytes),
+}
+
+/// One chunk (or inner chunk) a slab needs, and where its part goes.
+struct Item {
+    source: Source,
     block: Block,
+    /// Where to keep the decoded chunk, for small reads with the cache on.
+    cache_as: Option<ChunkKey>,
+}
+
+/// One unit after its I/O: the items to decode with `codecs` and copy.
+struct Fetched {
+    key: String,
+    version: Option<String>,
+    codecs: Arc<CodecChain>,
+    items: Vec<Item>,
+}
+
+/// A decoded item ready to copy.
+struct Decoded {
+    data: Option<Bytes>,
+    block: Block,
+    cache_as: Option<ChunkKey>,
 }
 
 /// One chunk or shard of the grid and the spans of it that a slab needs.
 struct Unit {
     coords: Vec<u64>,
     spans: Vec<ChunkSpan>,
+}
+
+/// Decoding jobs running at once in the whole process: one per core, so
+/// concurrent reads share the CPU instead of piling up decoded buffers.
+fn decoder_slots() -> Arc<Semaphore> {
+    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    SLOTS
+        .get_or_init(|| {
+            Arc::new(Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+            ))
+        })
+        .clone()
+}
+
+/// Decode `items` (on a blocking thread unless `inline`).
+async fn decode_items(codecs: Arc<CodecChain>, items: Vec<Item>, inline: bool) -> Result<Vec<Decoded>> {
+    let work = move || {
+        items
+            .into_iter()
+            .map(|item| {
+                let data = match item.source {
+                    Source::Fill => None,
+                    Source::Decoded(bytes) => Some(bytes),
+                    Source::Encoded(bytes) => Some(codecs.decode(bytes)?),
+                };
+                Ok(Decoded {
+                    data,
+                    block: item.block,
+                    cache_as: item.cache_as,
+                })
+            })
+            .collect()
+    };
+    if inline {
+        return work();
+    }
+    let permit = decoder_slots()
+        .acquire_owned()
+        .await
+        .expect("decoder slots are never closed");
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    })
+    .await
+    .map_err(|e| Error::corrupt("", format!("decoder panicked: {e}")))?
 }
 
 impl Dataset {
@@ -250,6 +334,11 @@ impl Dataset {
 
     /// Read slab `slab` of `plan`: its C-order bytes and the versions used.
     /// With `pinned`, every key must still have that version.
+    ///
+    /// Units (chunks or shards) are fetched concurrently; their chunks are
+    /// decoded in batches as soon as they arrive, and each batch is copied
+    /// into the slab as soon as it is decoded, so a slab never holds all of
+    /// its decoded chunks at once.
     pub async fn read_slab(
         &self,
         plan: &ReadPlan,
@@ -259,102 +348,109 @@ impl Dataset {
         let meta = plan.meta();
         let shape = plan.slab_shape(slab);
         let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
-        let size = meta.data_type.size();
-        let mut out = vec![0u8; shape.iter().product::<u64>() as usize * size];
+        let mut out = vec![0u8; shape.iter().product::<u64>() as usize * meta.data_type.size()];
         let mut versions = Versions::new();
         let units = units(&plan.unit_spans(slab));
         let inline = units.len() <= 1;
-        let mut results = futures::stream::iter(units)
+        let mut fetches = futures::stream::iter(units)
             .map(|unit| {
                 let key = self.chunk_key(plan, &unit.coords);
                 let pin = pinned.map(|p| p.get(&key).cloned().flatten());
                 async move {
-                    let (pieces, version) = match meta.codecs.partial_sharding() {
-                        Some(codec) => self.read_shard(plan, codec, &key, &unit, pin, inline).await?,
-                        None => self.read_chunk(plan, &key, &unit, pin, inline).await?,
-                    };
-                    Ok::<_, Error>((key, version, pieces))
+                    match meta.codecs.partial_sharding() {
+                        Some(codec) => self.fetch_shard(plan, codec, key, &unit, pin).await,
+                        None => self.fetch_chunk(plan, key, &unit, pin).await,
+                    }
                 }
             })
             .buffer_unordered(self.read_options.concurrency);
-        while let Some(result) = results.next().await {
-            let (key, version, pieces) = result?;
-            for mut piece in pieces {
-                if let Some((d, start)) = slab_start {
-                    piece.block.dst_start[d] -= start;
+        let mut decoding = FuturesUnordered::new();
+        let mut fetching = true;
+        loop {
+            tokio::select! {
+                biased;
+                Some(done) = decoding.next(), if !decoding.is_empty() => {
+                    let done: Result<Vec<Decoded>> = done;
+                    for mut item in done? {
+                        if let Some((d, start)) = slab_start {
+                            item.block.dst_start[d] -= start;
+                        }
+                        let src_shape = &plan.read_shape;
+                        copy_block(item.data.as_deref(), src_shape, &mut out, &shape, &item.block, &meta.fill_value);
+                        if let (Some(key), Some(data)) = (item.cache_as, item.data) {
+                            self.caches.decoded_chunks.insert(key, data).await;
+                        }
+                    }
                 }
-                copy_block(
-                    piece.data.as_deref(),
-                    &piece.shape,
-                    &mut out,
-                    &shape,
-                    &piece.block,
-                    &meta.fill_value,
-                );
+                next = fetches.next(), if fetching && decoding.len() < self.read_options.concurrency => match next {
+                    None => fetching = false,
+                    Some(fetched) => {
+                        let fetched = fetched?;
+                        let per_batch = (DECODE_BATCH_BYTES / fetched.codecs.decoded_repr().size_bytes().max(1)).max(1);
+                        let mut items = fetched.items.into_iter().peekable();
+                        while items.peek().is_some() {
+                            let batch: Vec<Item> = items.by_ref().take(per_batch).collect();
+                            let key = fetched.key.clone();
+                            let job = decode_items(fetched.codecs.clone(), batch, inline);
+                            decoding.push(async move { job.await.map_err(|e| e.at_key(&key)) });
+                        }
+                        versions.insert(fetched.key, fetched.version);
+                    }
+                },
+                else => break,
             }
-            versions.insert(key, version);
         }
         Ok((out, versions))
     }
 
-    /// An unsharded chunk: read whole, decode, one piece.
-    async fn read_chunk(
+    /// An unsharded chunk: read whole.
+    async fn fetch_chunk(
         &self,
         plan: &ReadPlan,
-        key: &str,
+        key: String,
         unit: &Unit,
         pin: Option<Option<String>>,
-        inline: bool,
-    ) -> Result<(Vec<Piece>, Option<String>)> {
+    ) -> Result<Fetched> {
         let meta = plan.meta();
         let read = self
             .store
-            .get(key, ByteRange::All, pin.as_ref().and_then(|p| p.as_deref()))
+            .get(&key, ByteRange::All, pin.as_ref().and_then(|p| p.as_deref()))
             .await?;
-        check_pin(key, &pin, read.as_ref().map(|r| &r.info.etag))?;
-        let shape = meta.chunk_grid.chunk_shape.clone();
-        let block = block_for(&unit.spans, &plan.dims);
-        let Some(read) = read else {
-            return Ok((
-                vec![Piece {
-                    data: None,
-                    shape,
-                    block,
-                }],
-                None,
-            ));
+        check_pin(&key, &pin, read.as_ref().map(|r| &r.info.etag))?;
+        let (source, version) = match read {
+            Some(read) => (Source::Encoded(read.data), read.info.etag),
+            None => (Source::Fill, None),
         };
-        let codecs = meta.codecs.clone();
-        let data = decode(inline, move || codecs.decode(read.data))
-            .await
-            .map_err(|e| e.at_key(key))?;
-        Ok((
-            vec![Piece {
-                data: Some(data),
-                shape,
-                block,
-            }],
-            read.info.etag,
-        ))
+        let items = vec![Item {
+            source,
+            block: block_for(&unit.spans, &plan.dims),
+            cache_as: None,
+        }];
+        Ok(Fetched {
+            key,
+            version,
+            codecs: meta.codecs.clone(),
+            items,
+        })
     }
 
-    /// A shard: the index (cached), then only the needed inner chunks.
-    async fn read_shard(
+    /// A shard: the index (cached), then only the needed inner chunks; once
+    /// more with a fresh index if the shard changed since it was cached.
+    async fn fetch_shard(
         &self,
         plan: &ReadPlan,
         codec: &ShardingCodec,
-        key: &str,
+        key: String,
         unit: &Unit,
         pin: Option<Option<String>>,
-        inline: bool,
-    ) -> Result<(Vec<Piece>, Option<String>)> {
-        let inner_shape = codec.inner_shape().to_vec();
-        // Inner chunks needed, with their pieces' blocks.
+    ) -> Result<Fetched> {
+        let inner_shape = codec.inner_shape();
+        // Inner chunks needed, with the blocks of their parts.
         let inner_spans: Vec<Vec<ChunkSpan>> = unit
             .spans
             .iter()
             .zip(&plan.dims)
-            .zip(&inner_shape)
+            .zip(inner_shape)
             .map(|((span, sel), &inner)| {
                 let within = DimSelection {
                     start: span.start_in_chunk,
@@ -375,11 +471,10 @@ impl Dataset {
         let needed = units(&inner_spans);
         let all_needed = needed.len() as u64 == codec.chunks_per_shard().iter().product::<u64>();
         for attempt in 0..2 {
-            let cached = self.cached_index(key).await;
-            let result = match cached {
-                None if all_needed && pin.is_none() => self.read_whole_shard(plan, codec, key, &needed, inline).await,
+            let result = match self.cached_index(&key).await {
+                None if all_needed && pin.is_none() => self.fetch_whole_shard(plan, codec, &key, &needed).await,
                 cached => {
-                    self.read_inner_chunks(plan, codec, key, cached, &needed, pin.clone(), inline)
+                    self.fetch_inner_chunks(plan, codec, &key, cached, &needed, pin.clone())
                         .await
                 }
             };
@@ -388,10 +483,18 @@ impl Dataset {
                 Err(Error::Store(StoreError::Changed(_))) if attempt == 0 && pin.is_none() => {
                     self.caches
                         .shard_indexes
-                        .invalidate(&(self.name.clone(), key.to_string()))
+                        .invalidate(&(self.name.clone(), key.clone()))
                         .await;
                 }
-                other => return other,
+                other => {
+                    let (version, items) = other?;
+                    return Ok(Fetched {
+                        key,
+                        version,
+                        codecs: codec.inner_codecs().clone(),
+                        items,
+                    });
+                }
             }
         }
         unreachable!("the second attempt returns")
@@ -457,48 +560,48 @@ impl Dataset {
     }
 
     /// One request for the whole shard; its index is cached on the way.
-    async fn read_whole_shard(
+    async fn fetch_whole_shard(
         &self,
         plan: &ReadPlan,
         codec: &ShardingCodec,
         key: &str,
         needed: &[Unit],
-        inline: bool,
-    ) -> Result<(Vec<Piece>, Option<String>)> {
+    ) -> Result<(Option<String>, Vec<Item>)> {
         let Some(read) = self.store.get(key, ByteRange::All, None).await? else {
-            return Ok((fill_pieces(plan, codec, needed), None));
+            return Ok((None, needed.iter().map(|u| fill_item(plan, u)).collect()));
         };
         let size = read.info.size;
-        let range = codec.index_range(size);
         if size < codec.index_size() as u64 {
-            return Err(Error::corrupt(
-                key,
-                format!(
-                    "shard of {size} bytes is too short for its {}-byte index",
-                    codec.index_size()
-                ),
-            ));
+            let reason = format!(
+                "shard of {size} bytes is too short for its {}-byte index",
+                codec.index_size()
+            );
+            return Err(Error::corrupt(key, reason));
         }
+        let range = codec.index_range(size);
         let index = codec
             .decode_index(read.data.slice(range.start as usize..range.end as usize), size)
             .map_err(|e| e.at_key(key))?;
         let cached = self.remember_index(key, index, read.info.etag.clone(), size).await;
-        let chunks = needed
+        let items = needed
             .iter()
             .map(|u| {
-                cached
-                    .index
-                    .chunk_range(codec.linear_index(&u.coords))
-                    .map(|r| read.data.slice(r.start as usize..r.end as usize))
+                let source = match cached.index.chunk_range(codec.linear_index(&u.coords)) {
+                    Some(r) => Source::Encoded(read.data.slice(r.start as usize..r.end as usize)),
+                    None => Source::Fill,
+                };
+                Item {
+                    source,
+                    block: block_for(&u.spans, &plan.dims),
+                    cache_as: None,
+                }
             })
             .collect();
-        let pieces = self.decode_inner(plan, codec, key, needed, chunks, inline).await?;
-        Ok((pieces, read.info.etag))
+        Ok((read.info.etag, items))
     }
 
     /// The needed inner chunks by byte ranges, conditional on the index's ETag.
-    #[allow(clippy::too_many_arguments)]
-    async fn read_inner_chunks(
+    async fn fetch_inner_chunks(
         &self,
         plan: &ReadPlan,
         codec: &ShardingCodec,
@@ -506,8 +609,7 @@ impl Dataset {
         cached: Option<Arc<CachedIndex>>,
         needed: &[Unit],
         pin: Option<Option<String>>,
-        inline: bool,
-    ) -> Result<(Vec<Piece>, Option<String>)> {
+    ) -> Result<(Option<String>, Vec<Item>)> {
         let index = match (cached, &pin) {
             (Some(c), None) => Some(c),
             (Some(c), Some(p)) if c.etag == *p => Some(c),
@@ -519,136 +621,89 @@ impl Dataset {
         };
         let Some(index) = index else {
             check_pin(key, &pin, None)?;
-            return Ok((fill_pieces(plan, codec, needed), None));
+            return Ok((None, needed.iter().map(|u| fill_item(plan, u)).collect()));
         };
         check_pin(key, &pin, Some(&index.etag))?;
-        // Inner chunks already decoded (small reads of an unchanged shard).
-        let cacheable = plan.slab_count() == 1 && plan.output_bytes() <= CACHEABLE_READ_BYTES && index.etag.is_some();
-        let chunk_key = |u: &Unit| {
-            let etag = index.etag.clone().unwrap_or_default();
-            (self.name.clone(), key.to_string(), codec.linear_index(&u.coords), etag)
-        };
-        let mut cached = Vec::with_capacity(needed.len());
+        // Small reads of an unchanged shard may find inner chunks already decoded.
+        let cacheable = self.caches.decoded_chunks.policy().max_capacity().unwrap_or(0) > 0
+            && plan.slab_count() == 1
+            && plan.output_bytes() <= CACHEABLE_READ_BYTES
+            && index.etag.is_some();
+        let mut items = Vec::with_capacity(needed.len());
+        let mut ranges = Vec::new();
         for u in needed {
-            let hit = if cacheable {
-                self.caches.decoded_chunks.get(&chunk_key(u)).await
-            } else {
-                None
+            let linear = codec.linear_index(&u.coords);
+            let cache_as = cacheable.then(|| {
+                (
+                    self.name.clone(),
+                    key.to_string(),
+                    linear,
+                    index.etag.clone().unwrap_or_default(),
+                )
+            });
+            let hit = match &cache_as {
+                Some(k) => self.caches.decoded_chunks.get(k).await,
+                None => None,
             };
             if cacheable {
                 let stats = &self.caches.chunk_stats;
                 if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
             }
-            cached.push(hit);
-        }
-        let ranges: Vec<Option<Range<u64>>> = needed
-            .iter()
-            .zip(&cached)
-            .map(|(u, hit)| {
-                if hit.is_some() {
-                    None
-                } else {
-                    index.index.chunk_range(codec.linear_index(&u.coords))
+            let source = match (hit, index.index.chunk_range(linear)) {
+                (Some(data), _) => Source::Decoded(data),
+                (None, Some(range)) => {
+                    ranges.push((items.len(), range));
+                    Source::Fill // replaced by the fetched bytes below
                 }
-            })
-            .collect();
+                (None, None) => Source::Fill,
+            };
+            let cache_as = if matches!(source, Source::Decoded(_)) {
+                None
+            } else {
+                cache_as
+            };
+            items.push(Item {
+                source,
+                block: block_for(&u.spans, &plan.dims),
+                cache_as,
+            });
+        }
         let merged = coalesce(
-            ranges.iter().flatten().cloned().collect(),
+            ranges.iter().map(|(_, r)| r.clone()).collect(),
             self.read_options.coalesce_gap,
         );
-        let fetched = if merged.is_empty() {
-            vec![]
-        } else {
-            self.store
+        if !merged.is_empty() {
+            let fetched = self
+                .store
                 .get_ranges(key, &merged, index.etag.as_deref())
                 .await?
-                .ok_or_else(|| Error::Store(StoreError::Changed(key.to_string())))?
-        };
-        if fetched
-            .iter()
-            .zip(&merged)
-            .any(|(f, m)| f.len() as u64 != m.end - m.start)
-        {
-            return Err(Error::corrupt(key, "shard is shorter than its index says"));
-        }
-        let chunks = ranges
-            .iter()
-            .map(|r| {
-                r.as_ref().map(|r| {
-                    let i = merged
-                        .iter()
-                        .position(|m| m.start <= r.start && r.end <= m.end)
-                        .expect("covered");
-                    let base = merged[i].start;
-                    fetched[i].slice((r.start - base) as usize..(r.end - base) as usize)
-                })
-            })
-            .collect::<Vec<_>>();
-        let mut pieces = self.decode_inner(plan, codec, key, needed, chunks, inline).await?;
-        for ((piece, hit), u) in pieces.iter_mut().zip(cached).zip(needed) {
-            match hit {
-                Some(data) => piece.data = Some(data),
-                None if cacheable => {
-                    if let Some(data) = &piece.data {
-                        self.caches.decoded_chunks.insert(chunk_key(u), data.clone()).await;
-                    }
-                }
-                None => {}
+                .ok_or_else(|| Error::Store(StoreError::Changed(key.to_string())))?;
+            if fetched
+                .iter()
+                .zip(&merged)
+                .any(|(f, m)| f.len() as u64 != m.end - m.start)
+            {
+                return Err(Error::corrupt(key, "shard is shorter than its index says"));
+            }
+            for (i, r) in ranges {
+                let m = merged
+                    .iter()
+                    .position(|m| m.start <= r.start && r.end <= m.end)
+                    .expect("covered");
+                let base = merged[m].start;
+                items[i].source = Source::Encoded(fetched[m].slice((r.start - base) as usize..(r.end - base) as usize));
             }
         }
-        Ok((pieces, index.etag.clone()))
-    }
-
-    /// Decode the inner chunks into pieces, in batches on blocking threads.
-    async fn decode_inner(
-        &self,
-        plan: &ReadPlan,
-        codec: &ShardingCodec,
-        key: &str,
-        needed: &[Unit],
-        chunks: Vec<Option<Bytes>>,
-        inline: bool,
-    ) -> Result<Vec<Piece>> {
-        let inner = Arc::new(codec.inner_codecs().clone());
-        let per_batch = (DECODE_BATCH_BYTES / inner.decoded_repr().size_bytes().max(1)).max(1);
-        let small = inline && chunks.len() <= 1;
-        let mut batches = Vec::new();
-        let mut chunks = chunks.into_iter().peekable();
-        while chunks.peek().is_some() {
-            let batch: Vec<Option<Bytes>> = chunks.by_ref().take(per_batch).collect();
-            let inner = inner.clone();
-            batches.push(decode(small, move || {
-                batch
-                    .into_iter()
-                    .map(|c| c.map(|c| inner.decode(c)).transpose())
-                    .collect::<Result<Vec<_>>>()
-            }));
-        }
-        let decoded = futures::future::try_join_all(batches)
-            .await
-            .map_err(|e| e.at_key(key))?;
-        let shape = codec.inner_shape().to_vec();
-        Ok(needed
-            .iter()
-            .zip(decoded.into_iter().flatten())
-            .map(|(u, data)| Piece {
-                data,
-                shape: shape.clone(),
-                block: block_for(&u.spans, &plan.dims),
-            })
-            .collect())
+        Ok((index.etag.clone(), items))
     }
 }
 
-fn fill_pieces(plan: &ReadPlan, codec: &ShardingCodec, needed: &[Unit]) -> Vec<Piece> {
-    needed
-        .iter()
-        .map(|u| Piece {
-            data: None,
-            shape: codec.inner_shape().to_vec(),
-            block: block_for(&u.spans, &plan.dims),
-        })
-        .collect()
+fn fill_item(plan: &ReadPlan, unit: &Unit) -> Item {
+    Item {
+        source: Source::Fill,
+        block: block_for(&unit.spans, &plan.dims),
+        cache_as: None,
+    }
 }
 
 /// A read pinned to a version must find exactly that version.
@@ -659,16 +714,6 @@ fn check_pin(key: &str, pin: &Option<Option<String>>, found: Option<&Option<Stri
         }
         _ => Ok(()),
     }
-}
-
-/// Run CPU-bound decoding on a blocking thread unless it is small enough to do inline.
-async fn decode<T: Send + 'static>(inline: bool, work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    if inline {
-        return work();
-    }
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| Error::corrupt("", format!("decoder panicked: {e}")))?
 }
 
 /// The cartesian product of per-dimension spans, as units with grid coordinates.

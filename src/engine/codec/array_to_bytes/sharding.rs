@@ -15,6 +15,7 @@
 //! The index size comes from the index codecs, never a constant.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -38,7 +39,7 @@ pub enum IndexLocation {
 #[derive(Debug, Clone)]
 pub struct ShardingCodec {
     chunks_per_shard: Vec<u64>,
-    inner: CodecChain,
+    inner: Arc<CodecChain>,
     index: CodecChain,
     index_location: IndexLocation,
     index_size: usize,
@@ -66,7 +67,7 @@ impl ShardingCodec {
         }
         let chunks_per_shard: Vec<u64> = repr.shape.iter().zip(&inner_shape).map(|(s, i)| s / i).collect();
         let inner_repr = ChunkRepr::new(inner_shape, repr.data_type, repr.fill_value.clone());
-        let inner = CodecChain::from_json(get("codecs")?, &inner_repr)?;
+        let inner = Arc::new(CodecChain::from_json(get("codecs")?, &inner_repr)?);
         let mut index_shape = chunks_per_shard.clone();
         index_shape.push(2);
         let index_repr = ChunkRepr::new(index_shape, DataType::UInt64, EMPTY.to_le_bytes().to_vec());
@@ -103,7 +104,7 @@ impl ShardingCodec {
     }
 
     /// The codecs of inner chunks.
-    pub fn inner_codecs(&self) -> &CodecChain {
+    pub fn inner_codecs(&self) -> &Arc<CodecChain> {
         &self.inner
     }
 

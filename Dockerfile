@@ -3,6 +3,7 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY benches ./benches
 COPY openapi.yaml ./
 RUN cargo build --release --locked --bin zarr-serve \
  && strip target/release/zarr-serve

@@ -68,7 +68,7 @@ export AWS_ACCESS_KEY_ID=zarr-serve-test AWS_SECRET_ACCESS_KEY=zarr-serve-test A
 export AWS_ENDPOINT=http://127.0.0.1:$S3_PORT AWS_ALLOW_HTTP=true
 "$PY" tests/s3/upload.py "$AWS_ENDPOINT" zarr-fixtures interop/data.zarr "$FRESH/interop/data.zarr"
 export ZARR_FIXTURES_STORE=s3://zarr-fixtures/interop/data.zarr
-cargo test --release --locked --test interop --test http
+cargo test --release --locked --test interop --test http --test s3_faults
 start_server "$ZARR_FIXTURES_STORE"
 "$PY" -m pytest -q tests/python
 stop_server

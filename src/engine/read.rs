@@ -317,7 +317,10 @@ impl Dataset {
         let versions = futures::stream::iter(keys)
             .map(|key| async move {
                 let version = match sharding {
-                    Some(codec) => self.shard_index(&key, codec, None).await?.and_then(|c| c.etag.clone()),
+                    Some(codec) => match self.cached_index(&key).await {
+                        Some(cached) => cached.etag.clone(),
+                        None => self.fetch_index(&key, codec, None).await?.and_then(|c| c.etag.clone()),
+                    },
                     None => self.store.head(&key).await?.and_then(|i| i.etag),
                 };
                 Ok::<_, Error>((key, version))
@@ -511,19 +514,14 @@ impl Dataset {
         cached
     }
 
-    /// The shard's index, from the cache or with one ranged request.
-    /// `None` when the shard does not exist.
-    async fn shard_index(
+    /// The shard's index with one ranged request (conditional on `pin`),
+    /// cached on the way. `None` when the shard does not exist.
+    async fn fetch_index(
         &self,
         key: &str,
         codec: &ShardingCodec,
         pin: Option<&str>,
     ) -> Result<Option<Arc<CachedIndex>>> {
-        if let Some(cached) = self.cached_index(key).await {
-            if pin.is_none() || cached.etag.as_deref() == pin {
-                return Ok(Some(cached));
-            }
-        }
         let n = codec.index_size() as u64;
         let range = match codec.index_location() {
             IndexLocation::Start => ByteRange::Bounded(0..n),
@@ -615,7 +613,7 @@ impl Dataset {
             (Some(c), Some(p)) if c.etag == *p => Some(c),
             (_, Some(None)) => None,
             _ => {
-                self.shard_index(key, codec, pin.as_ref().and_then(|p| p.as_deref()))
+                self.fetch_index(key, codec, pin.as_ref().and_then(|p| p.as_deref()))
                     .await?
             }
         };

@@ -25,6 +25,9 @@ pub struct Node {
     pub metadata: Option<NodeMetadata>,
     /// The ETag of its `zarr.json`.
     pub etag: Option<String>,
+    /// A rendering of this node kept by the server for as long as the node
+    /// is cached (the metadata TTL), so it is built once, not per request.
+    pub rendered: tokio::sync::OnceCell<bytes::Bytes>,
 }
 
 impl Node {
@@ -133,11 +136,13 @@ impl Dataset {
                 path: path.to_string(),
                 metadata: Some(NodeMetadata::parse(&read.data, &meta_key)?),
                 etag: read.info.etag,
+                rendered: Default::default(),
             }),
             None if self.has_descendant_node(path).await? => Ok(Node {
                 path: path.to_string(),
                 metadata: None,
                 etag: None,
+                rendered: Default::default(),
             }),
             None => Err(Error::NotFound(format!("no node '/{path}' in dataset '{}'", self.name))),
         }

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::problem::ApiError;
@@ -51,7 +53,7 @@ pub(super) async fn root_node(
     State(state): State<Arc<AppState>>,
     Path(ds): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     document(&state, &ds, "", &headers).await
 }
 
@@ -60,18 +62,27 @@ pub(super) async fn node(
     State(state): State<Arc<AppState>>,
     Path((ds, path)): Path<(String, String)>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     document(&state, &ds, &path, &headers).await
 }
 
-async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Json<Value>, ApiError> {
+/// The node document, rendered once per cached node.
+async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     let dataset = state.dataset(ds, headers)?;
     require_json(headers)?;
     let node = dataset.node(path).await?;
-    Ok(Json(match &node.metadata {
-        Some(NodeMetadata::Array { raw, parsed }) => array_document(&node, raw, parsed.as_ref().map(|m| &**m)),
-        _ => group_document(dataset, &node).await?,
-    }))
+    let body = node
+        .rendered
+        .get_or_try_init(|| async {
+            let doc = match &node.metadata {
+                Some(NodeMetadata::Array { raw, parsed }) => array_document(&node, raw, parsed.as_ref().map(|m| &**m)),
+                _ => group_document(dataset, &node).await?,
+            };
+            Ok::<_, ApiError>(Bytes::from(doc.to_string()))
+        })
+        .await?
+        .clone();
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 fn display_path(path: &str) -> String {

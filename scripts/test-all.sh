@@ -45,7 +45,7 @@ start_server() {  # start_server FIXTURES_URL: zarr-serve with the fixtures and 
     --dataset "fixtures=$1" --dataset "sample=$ROOT/sample/sample.zarr" >>"$FRESH/server.log" 2>&1 &
   SERVER_PID=$!
   wait_for "http://127.0.0.1:$PORT/healthz"
-  export ZARR_SERVE_URL=http://127.0.0.1:$PORT
+  export TEST_SERVER_URL=http://127.0.0.1:$PORT
 }
 stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=; }
 "$PY" tests/fixtures/generate.py "$FRESH/interop" >/dev/null
@@ -56,7 +56,7 @@ step "the service over HTTP: zarr-python through the passthrough, numpy.load, sc
 export ZARR_FIXTURES=$FRESH/interop
 start_server "$FRESH/interop/data.zarr"
 "$PY" -m pytest -q tests/python
-PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$ZARR_SERVE_URL"
+PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"
 stop_server
 
 step "the same over S3: a real S3-protocol server (moto) on loopback"

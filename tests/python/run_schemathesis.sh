@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz a running zarr-serve against its own OpenAPI document with Schemathesis.
 #
-#   tests/python/run_schemathesis.sh [BASE_URL]      # default $ZARR_SERVE_URL or http://127.0.0.1:8080
+#   tests/python/run_schemathesis.sh [BASE_URL]      # default $TEST_SERVER_URL or http://127.0.0.1:8080
 #
 # Needs the packages of tests/python/requirements.txt (schemathesis 4.x CLI) and python3.
 # Exits non-zero when Schemathesis reports a failure, or when the run exceeds the time
@@ -40,7 +40,7 @@
 # unreadable arrays (501) and ST_SKIP_PREFIXES (502), so a 5xx found here is a real bug.
 set -euo pipefail
 
-URL="${1:-${ZARR_SERVE_URL:-http://127.0.0.1:8080}}"
+URL="${1:-${TEST_SERVER_URL:-http://127.0.0.1:8080}}"
 URL="${URL%/}"
 MAX_EXAMPLES="${ST_MAX_EXAMPLES:-200}"
 TIME_LIMIT="${ST_TIME_LIMIT:-170}"

@@ -4,11 +4,11 @@ Start the server on the interop fixtures, then run pytest, e.g.
 
     target/release/zarr-serve --dataset fixtures=tests/fixtures/interop/data.zarr \
         --listen 127.0.0.1:8080 &
-    ZARR_SERVE_URL=http://127.0.0.1:8080 pytest tests/python
+    TEST_SERVER_URL=http://127.0.0.1:8080 pytest tests/python
 
 Environment:
-    ZARR_SERVE_URL              base URL of the server (default http://127.0.0.1:8080)
-    ZARR_SERVE_FIXTURE_DATASET  dataset name serving data.zarr (default "fixtures")
+    TEST_SERVER_URL              base URL of the server (default http://127.0.0.1:8080)
+    TEST_FIXTURE_DATASET  dataset name serving data.zarr (default "fixtures")
     ZARR_FIXTURES               fixture dir (default <repo>/tests/fixtures/interop)
 
 What is checked:
@@ -35,8 +35,8 @@ import pytest
 import requests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BASE_URL = os.environ.get("ZARR_SERVE_URL", "http://127.0.0.1:8080").rstrip("/")
-DATASET = os.environ.get("ZARR_SERVE_FIXTURE_DATASET", "fixtures")
+BASE_URL = os.environ.get("TEST_SERVER_URL", "http://127.0.0.1:8080").rstrip("/")
+DATASET = os.environ.get("TEST_FIXTURE_DATASET", "fixtures")
 FIXTURES = Path(os.environ.get("ZARR_FIXTURES", REPO_ROOT / "tests" / "fixtures" / "interop"))
 if not FIXTURES.is_absolute():
     FIXTURES = REPO_ROOT / FIXTURES
@@ -110,11 +110,11 @@ def http() -> requests.Session:
     try:
         r = s.get(f"{BASE_URL}/healthz", timeout=5)
     except requests.RequestException as e:  # pragma: no cover - environment problem
-        pytest.fail(f"zarr-serve not reachable at {BASE_URL} (set ZARR_SERVE_URL): {e}")
+        pytest.fail(f"zarr-serve not reachable at {BASE_URL} (set TEST_SERVER_URL): {e}")
     assert r.status_code == 200, f"/healthz answered {r.status_code}"
     r = s.get(f"{DS_URL}/nodes", timeout=TIMEOUT)
     assert r.status_code == 200, (
-        f"dataset {DATASET!r} not served at {BASE_URL} (set ZARR_SERVE_FIXTURE_DATASET): "
+        f"dataset {DATASET!r} not served at {BASE_URL} (set TEST_FIXTURE_DATASET): "
         f"{r.status_code} {r.text[:300]}"
     )
     yield s

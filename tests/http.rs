@@ -648,3 +648,32 @@ async fn a_silent_store_times_out_with_504() {
     assert_eq!(get(&server, "/v1/datasets/fixtures/nodes").await.status(), 200);
     hold.abort();
 }
+
+/// A handler that panics is answered 500 (problem+json) and the server
+/// keeps serving.
+#[tokio::test]
+async fn a_panicking_handler_is_a_500_and_the_server_keeps_serving() {
+    use axum::routing::get;
+    use zarr_serve::http::{routes, with_middleware, AppState};
+    let state = AppState::from_config(&config()).unwrap();
+    let app = with_middleware(
+        routes().route(
+            "/boom",
+            get(|| async { panic!("deliberate test panic") as &'static str }),
+        ),
+        state,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let boom = client().get(format!("{base}/boom")).send().await.unwrap();
+    assert_eq!(boom.status(), 500);
+    assert_eq!(boom.headers()[header::CONTENT_TYPE], "application/problem+json");
+    for _ in 0..3 {
+        assert_eq!(
+            client().get(format!("{base}/healthz")).send().await.unwrap().status(),
+            200
+        );
+        assert_eq!(client().get(format!("{base}/boom")).send().await.unwrap().status(), 500);
+    }
+}

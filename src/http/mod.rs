@@ -112,8 +112,13 @@ impl AppState {
 
 /// The application: every route of the v1 contract with its middleware.
 pub fn app(state: Arc<AppState>) -> Router {
-    // Data, node and listing responses compress on request; passthrough
-    // values are served as stored (ranges and lengths stay exact).
+    with_middleware(routes(), state)
+}
+
+/// The routes of the v1 contract. Data, node and listing responses compress
+/// on request; passthrough values are served as stored (ranges and lengths
+/// stay exact).
+pub fn routes() -> Router<Arc<AppState>> {
     let compressed = Router::new()
         .route("/v1/datasets", get(nodes::list_datasets))
         .route("/v1/datasets/{ds}/nodes", get(nodes::root_node))
@@ -133,8 +138,13 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.yaml", get(ops::openapi));
-    compressed
-        .merge(plain)
+    compressed.merge(plain)
+}
+
+/// The middleware every route runs under: problem+json fallbacks, request
+/// timeout, metrics and access log, CORS, and panics answered 500.
+pub fn with_middleware(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
+    routes
         .fallback(|| async { ApiError::NotFound("no such route; see /openapi.yaml".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), timeout_and_record))

@@ -593,6 +593,13 @@ async fn bearer_tokens_cors_and_compression() {
 #[tokio::test]
 async fn unknown_routes_and_methods_are_problems() {
     let server = Server::start(config()).await;
+    let long = format!("/v1/datasets/sample/data/mask?select={}", "0,".repeat(5000));
+    problem(get(&server, &long).await, 414).await;
+    let mut big = client().get(server.url("/healthz"));
+    for i in 0..40 {
+        big = big.header(format!("x-padding-{i}"), "y".repeat(1000));
+    }
+    problem(big.send().await.unwrap(), 431).await;
     problem(get(&server, "/v2/nothing").await, 404).await;
     let post = client().post(server.url("/v1/datasets")).send().await.unwrap();
     problem(post, 405).await;

@@ -147,6 +147,7 @@ pub fn with_middleware(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> R
     routes
         .fallback(|| async { ApiError::NotFound("no such route; see /openapi.yaml".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn(size_limits))
         .layer(middleware::from_fn_with_state(state.clone(), timeout_and_record))
         .layer(cors(&state.cors_origins))
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
@@ -226,6 +227,29 @@ fn cors(origins: &[String]) -> CorsLayer {
         let list: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
         base.allow_origin(AllowOrigin::list(list))
     }
+}
+
+/// Longest request target (path and query) accepted.
+const MAX_TARGET_BYTES: usize = 8 << 10;
+/// Largest header section accepted.
+const MAX_HEADER_BYTES: usize = 32 << 10;
+
+/// Refuse oversized request targets (414) and header sections (431) before
+/// any handler runs.
+async fn size_limits(request: Request, next: Next) -> Response {
+    let target = request.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if target > MAX_TARGET_BYTES {
+        return ApiError::UriTooLong(target, MAX_TARGET_BYTES).into_response();
+    }
+    let headers: usize = request
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if headers > MAX_HEADER_BYTES {
+        return ApiError::HeadersTooLarge(headers, MAX_HEADER_BYTES).into_response();
+    }
+    next.run(request).await
 }
 
 /// The request timeout, metrics and one log line per request.

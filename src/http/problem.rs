@@ -52,6 +52,12 @@ pub enum ApiError {
     /// The request took longer than the request timeout.
     #[error("the request did not complete within {0} s")]
     Timeout(f64),
+    /// The request target (path and query) is longer than the limit.
+    #[error("the request target is {0} bytes, more than the limit of {1} bytes")]
+    UriTooLong(usize, usize),
+    /// The request headers are larger than the limit.
+    #[error("the request headers are {0} bytes, more than the limit of {1} bytes")]
+    HeadersTooLarge(usize, usize),
     /// A bug: a handler panicked.
     #[error("internal error")]
     Internal,
@@ -83,6 +89,8 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::UriTooLong(..) => StatusCode::URI_TOO_LONG,
+            ApiError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -97,6 +105,8 @@ impl ApiError {
             StatusCode::NOT_ACCEPTABLE => "not-acceptable",
             StatusCode::PAYLOAD_TOO_LARGE => "response-too-large",
             StatusCode::RANGE_NOT_SATISFIABLE => "range-not-satisfiable",
+            StatusCode::URI_TOO_LONG => "uri-too-long",
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "headers-too-large",
             StatusCode::NOT_IMPLEMENTED => "unsupported",
             StatusCode::BAD_GATEWAY => "corrupt-data",
             StatusCode::SERVICE_UNAVAILABLE => "unavailable",

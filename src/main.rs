@@ -16,8 +16,27 @@ fn fail(message: &str) -> ! {
     std::process::exit(2);
 }
 
-#[tokio::main]
-async fn main() {
+/// `mi_option_purge_delay` in mimalloc.h (v2 and v3); the Rust bindings
+/// name no constant for it.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+fn main() {
+    // Return freed memory to the OS at once: streamed slabs are tens of MiB
+    // each, and with mimalloc's default delay RSS climbs far past what is live.
+    // SAFETY: setting an option is a plain store mimalloc reads on its next purge.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Blocking threads do local file I/O and decoding (itself bounded to
+        // one job per core); more of them only add per-thread heaps.
+        .max_blocking_threads(4 * cores)
+        .build()
+        .unwrap_or_else(|e| fail(&format!("cannot start the runtime: {e}")));
+    runtime.block_on(run());
+}
+
+async fn run() {
     let cli = Cli::try_parse().unwrap_or_else(|e| {
         if matches!(
             e.kind(),

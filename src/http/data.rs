@@ -158,7 +158,24 @@ fn encode(format: Format, plan: &ReadPlan, data: Vec<u8>) -> Bytes {
     }
 }
 
-/// Stream the slabs, one read ahead of the one being sent.
+/// Slabs alive at once per streamed response: the one being written and the
+/// one being read. A slab's permit is released only when the server drops
+/// the written frame, so memory stays at two slabs however fast the reads.
+const SLABS_IN_FLIGHT: usize = 2;
+
+/// A slab's bytes, holding its permit until the frame is dropped.
+struct SlabBuffer {
+    data: Vec<u8>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for SlabBuffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
+    }
+}
+
+/// Stream the slabs, reading the next while the previous is written.
 fn stream(
     metrics: Arc<Metrics>,
     dataset: Dataset,
@@ -168,15 +185,18 @@ fn stream(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+    let slabs = Arc::new(tokio::sync::Semaphore::new(SLABS_IN_FLIGHT));
     tokio::spawn(async move {
         let _permit = permit;
         if !prefix.is_empty() && tx.send(Ok(Bytes::from(prefix))).await.is_err() {
             return;
         }
         for slab in 0..plan.slab_count() {
+            let slot = slabs.clone().acquire_owned().await.expect("never closed");
             match dataset.read_slab(&plan, slab, Some(&versions)).await {
                 Ok((data, _)) => {
-                    if tx.send(Ok(Bytes::from(data))).await.is_err() {
+                    let frame = Bytes::from_owner(SlabBuffer { data, _permit: slot });
+                    if tx.send(Ok(frame)).await.is_err() {
                         return; // the client went away
                     }
                 }

@@ -216,3 +216,38 @@ async fn one_inner_chunk_costs_one_index_and_one_data_request() {
         assert_eq!(cold, warm);
     }
 }
+
+/// Every whole read unit (inner chunk or chunk) of every 2-D array, read on
+/// its own (the zero-copy path for tiles), equals that block of the NumPy array.
+#[tokio::test]
+async fn whole_read_units_match_numpy_blocks() {
+    let ds = dataset(ReadOptions::default());
+    let mut checked = 0;
+    for array in manifest()["arrays"].as_array().unwrap() {
+        let shape: Vec<u64> = serde_json::from_value(array["shape"].clone()).unwrap();
+        if shape.len() != 2 || shape.contains(&0) {
+            continue;
+        }
+        let path = array["path"].as_str().unwrap();
+        let node = ds.node(path).await.unwrap();
+        let meta = node.array().unwrap();
+        let unit = meta.codecs.read_chunk_shape();
+        let size = meta.data_type.size();
+        let full = std::fs::read(fixtures().join(array["expected"].as_str().unwrap())).unwrap();
+        for r in 0..shape[0] / unit[0] {
+            for c in 0..shape[1] / unit[1] {
+                let (r0, c0) = (r * unit[0], c * unit[1]);
+                let select = format!("{}:{},{}:{}", r0, r0 + unit[0], c0, c0 + unit[1]);
+                let (_, got) = read(&ds, path, &select).await.unwrap();
+                let mut want = Vec::new();
+                for row in r0..r0 + unit[0] {
+                    let start = ((row * shape[1] + c0) as usize) * size;
+                    want.extend_from_slice(&full[start..start + unit[1] as usize * size]);
+                }
+                assert_eq!(got, want, "{path}[{select}]");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 200, "only {checked} units checked");
+}

@@ -78,6 +78,9 @@ pub struct ReadPlan {
     /// Shape of the decoded units copied from: inner chunks when read
     /// partially from shards, else chunks.
     read_shape: Vec<u64>,
+    /// The selection is exactly one whole read unit (a tile): its decoded
+    /// bytes are the result as they are, with no copy.
+    whole_unit: bool,
 }
 
 impl ReadPlan {
@@ -111,12 +114,18 @@ impl ReadPlan {
             Some(codec) => codec.inner_shape().to_vec(),
             None => meta.chunk_grid.chunk_shape.clone(),
         };
+        let whole_unit = slabs.len() == 1
+            && dims
+                .iter()
+                .zip(&read_shape)
+                .all(|(d, &n)| d.step == 1 && d.len == n && d.start % n == 0);
         Ok(Self {
             node,
             dims,
             slab_dim,
             slabs,
             read_shape,
+            whole_unit,
         })
     }
 
@@ -347,11 +356,14 @@ impl Dataset {
         plan: &ReadPlan,
         slab: usize,
         pinned: Option<&Versions>,
-    ) -> Result<(Vec<u8>, Versions)> {
+    ) -> Result<(Bytes, Versions)> {
         let meta = plan.meta();
         let shape = plan.slab_shape(slab);
         let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
-        let mut out = vec![0u8; shape.iter().product::<u64>() as usize * meta.data_type.size()];
+        let size = shape.iter().product::<u64>() as usize * meta.data_type.size();
+        // A whole decoded unit is the result as it is; else copy into a buffer.
+        let mut whole: Option<Bytes> = None;
+        let mut out = if plan.whole_unit { Vec::new() } else { vec![0u8; size] };
         let mut versions = Versions::new();
         let units = units(&plan.unit_spans(slab));
         let inline = units.len() <= 1;
@@ -378,8 +390,16 @@ impl Dataset {
                         if let Some((d, start)) = slab_start {
                             item.block.dst_start[d] -= start;
                         }
-                        let src_shape = &plan.read_shape;
-                        copy_block(item.data.as_deref(), src_shape, &mut out, &shape, &item.block, &meta.fill_value);
+                        match &item.data {
+                            Some(data) if plan.whole_unit => whole = Some(data.clone()),
+                            data => {
+                                if out.len() != size {
+                                    out = vec![0u8; size];
+                                }
+                                let src = data.as_deref();
+                                copy_block(src, &plan.read_shape, &mut out, &shape, &item.block, &meta.fill_value);
+                            }
+                        }
                         if let (Some(key), Some(data)) = (item.cache_as, item.data) {
                             self.caches.decoded_chunks.insert(key, data).await;
                         }
@@ -403,7 +423,7 @@ impl Dataset {
                 else => break,
             }
         }
-        Ok((out, versions))
+        Ok((whole.unwrap_or_else(|| Bytes::from(out)), versions))
     }
 
     /// An unsharded chunk: read whole.

@@ -165,7 +165,7 @@ const SLABS_IN_FLIGHT: usize = 2;
 
 /// A slab's bytes, holding its permit until the frame is dropped.
 struct SlabBuffer {
-    data: Vec<u8>,
+    data: Bytes,
     _permit: tokio::sync::OwnedSemaphorePermit,
 }
 

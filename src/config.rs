@@ -83,8 +83,9 @@ pub struct Config {
     pub decoded_chunk_cache_bytes: u64,
     /// Target bytes of one streamed slab.
     pub slab_bytes: u64,
-    /// Inner-chunk ranges closer than this are fetched together.
-    pub coalesce_gap_bytes: u64,
+    /// Inner-chunk ranges closer than this are fetched together; absent:
+    /// 0 for local directories, 256 KiB for remote stores.
+    pub coalesce_gap_bytes: Option<u64>,
     /// Chunks or shards read at once per request.
     pub read_concurrency: usize,
     /// Region reads in flight at once; more wait (bounds decoded bytes held).
@@ -112,7 +113,7 @@ impl Default for Config {
             shard_index_cache_bytes: 64 << 20,
             decoded_chunk_cache_bytes: 0,
             slab_bytes: 16 << 20,
-            coalesce_gap_bytes: 256 << 10,
+            coalesce_gap_bytes: None,
             read_concurrency: 8,
             max_concurrent_reads: 16,
             cors_origins: vec![],

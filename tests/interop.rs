@@ -93,16 +93,18 @@ async fn every_array_and_selection_matches_numpy() {
     assert!(checked > 1000, "only {checked} cases checked");
 }
 
-/// Tiny slabs, no coalescing and one request at a time exercise the
-/// slab, span and range logic differently from the defaults.
+/// Tiny slabs, exact or widely merged ranges, and one request at a time
+/// exercise the slab, span and range logic differently from the defaults.
 #[tokio::test]
-async fn every_array_matches_with_tiny_slabs_and_no_coalescing() {
-    let options = ReadOptions {
-        slab_bytes: 1,
-        coalesce_gap: 0,
-        concurrency: 1,
-    };
-    check_all_arrays(&dataset(options)).await;
+async fn every_array_matches_with_tiny_slabs_and_other_coalescing() {
+    for gap in [0, 1 << 20] {
+        let options = ReadOptions {
+            slab_bytes: 1,
+            coalesce_gap: Some(gap),
+            concurrency: 1,
+        };
+        check_all_arrays(&dataset(options)).await;
+    }
 }
 
 /// Reading twice (warm shard-index and metadata caches) gives the same bytes.

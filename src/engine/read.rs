@@ -39,8 +39,9 @@ use crate::storage::{join, ByteRange, StoreError};
 pub struct ReadOptions {
     /// Target bytes of one output slab (a slab holds at least one chunk row).
     pub slab_bytes: u64,
-    /// Inner-chunk byte ranges closer than this are fetched in one request.
-    pub coalesce_gap: u64,
+    /// Inner-chunk byte ranges closer than this are fetched in one request;
+    /// `None`: the store's own preference ([`crate::storage::Store::coalesce_gap`]).
+    pub coalesce_gap: Option<u64>,
     /// Chunks or shards fetched and decoded at once per read.
     pub concurrency: usize,
 }
@@ -49,7 +50,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         Self {
             slab_bytes: 16 << 20,
-            coalesce_gap: 256 << 10,
+            coalesce_gap: None,
             concurrency: 8,
         }
     }
@@ -688,7 +689,9 @@ impl Dataset {
         }
         let merged = coalesce(
             ranges.iter().map(|(_, r)| r.clone()).collect(),
-            self.read_options.coalesce_gap,
+            self.read_options
+                .coalesce_gap
+                .unwrap_or_else(|| self.store.coalesce_gap()),
         );
         if !merged.is_empty() {
             let fetched = self

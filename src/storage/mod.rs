@@ -104,6 +104,8 @@ pub struct Store {
     /// exhaust the backend (or the process) under a flood of requests.
     limiter: Arc<Semaphore>,
     timeout: Duration,
+    /// Whether the backend is the local file system (cheap requests).
+    local: bool,
 }
 
 impl Store {
@@ -115,6 +117,19 @@ impl Store {
             stats: Arc::default(),
             limiter: Arc::new(Semaphore::new(options.max_concurrent_requests.max(1))),
             timeout: options.timeout,
+            local: false,
+        }
+    }
+
+    /// Byte ranges of one object closer than this are best fetched in one
+    /// request: none for local files (a request is a cheap read, and reading
+    /// the gap costs copies), 256 KiB for remote stores (a request costs more
+    /// than that much transfer).
+    pub fn coalesce_gap(&self) -> u64 {
+        if self.local {
+            0
+        } else {
+            256 << 10
         }
     }
 

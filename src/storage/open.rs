@@ -50,7 +50,12 @@ impl Store {
             // A plain path (a one-letter "scheme" is a Windows drive).
             _ => open_local(std::path::Path::new(location))?,
         };
-        Ok(Store::new(inner, root, options))
+        let mut store = Store::new(inner, root, options);
+        store.local = match Url::parse(location) {
+            Ok(url) if url.scheme().len() > 1 => url.scheme() == "file",
+            _ => true,
+        };
+        Ok(store)
     }
 }
 

@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod fuzz_checks;
 pub mod http;
 pub mod metrics;
 pub mod storage;

@@ -194,18 +194,15 @@ fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
             let v = f64_at(b);
             write_float(out, v, format!("{v:?}"));
         }
-        DataType::Complex64 => {
+        DataType::Complex64 | DataType::Complex128 => {
+            let (part, half) = match data_type {
+                DataType::Complex64 => (DataType::Float32, 4),
+                _ => (DataType::Float64, 8),
+            };
             out.push('[');
-            write_element(out, DataType::Float32, &b[..4]);
+            write_element(out, part, &b[..half]);
             out.push(',');
-            write_element(out, DataType::Float32, &b[4..]);
-            out.push(']');
-        }
-        DataType::Complex128 => {
-            out.push('[');
-            write_element(out, DataType::Float64, &b[..8]);
-            out.push(',');
-            write_element(out, DataType::Float64, &b[8..]);
+            write_element(out, part, &b[half..]);
             out.push(']');
         }
         DataType::Raw(_) => {

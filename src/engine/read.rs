@@ -164,6 +164,15 @@ impl ReadPlan {
         &self.node
     }
 
+    /// Bytes of the largest slab.
+    pub fn max_slab_bytes(&self) -> u64 {
+        let size = self.meta().data_type.size() as u64;
+        (0..self.slabs.len())
+            .map(|i| self.slab_shape(i).iter().product::<u64>() * size)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Number of slabs (0 when the result is empty).
     pub fn slab_count(&self) -> usize {
         if self.output_bytes() == 0 {

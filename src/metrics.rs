@@ -15,9 +15,13 @@ const BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
+/// What is counted for one route.
 #[derive(Debug, Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
+struct RouteStats {
+    /// Requests by status.
+    statuses: BTreeMap<u16, u64>,
+    /// Latency histogram: requests per bucket, total count and sum.
+    buckets: [u64; BUCKETS.len()],
     count: u64,
     sum: f64,
 }
@@ -25,8 +29,7 @@ struct Histogram {
 /// Request metrics.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, u16), u64>>,
-    latency: Mutex<BTreeMap<String, Histogram>>,
+    routes: Mutex<BTreeMap<String, RouteStats>>,
     /// Responses cut short after they began (an error mid-stream).
     pub stream_errors: AtomicU64,
     /// Requests refused because too many reads were in flight.
@@ -36,60 +39,49 @@ pub struct Metrics {
 impl Metrics {
     /// Record one finished request.
     pub fn record(&self, route: &str, status: u16, elapsed: Duration) {
-        *self
-            .requests
-            .lock()
-            .expect("metrics lock")
-            .entry((route.to_string(), status))
-            .or_default() += 1;
-        let mut latency = self.latency.lock().expect("metrics lock");
-        let h = latency.entry(route.to_string()).or_default();
+        let mut routes = self.routes.lock().expect("metrics lock");
+        // The route's key is allocated once, on its first request.
+        if !routes.contains_key(route) {
+            routes.insert(route.to_string(), RouteStats::default());
+        }
+        let stats = routes.get_mut(route).expect("inserted above");
+        *stats.statuses.entry(status).or_default() += 1;
         let secs = elapsed.as_secs_f64();
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            if secs <= *bound {
-                h.counts[i] += 1;
+        for (bucket, bound) in stats.buckets.iter_mut().zip(BUCKETS) {
+            if secs <= bound {
+                *bucket += 1;
             }
         }
-        h.count += 1;
-        h.sum += secs;
+        stats.count += 1;
+        stats.sum += secs;
     }
 
     /// Render request metrics; `extra` appends other families.
     pub fn render(&self, extra: impl FnOnce(&mut String)) -> String {
         let mut out = String::new();
+        let routes = self.routes.lock().expect("metrics lock");
         out.push_str("# HELP zarr_serve_requests_total HTTP requests by route and status.\n# TYPE zarr_serve_requests_total counter\n");
-        for ((route, status), n) in self.requests.lock().expect("metrics lock").iter() {
-            let _ = writeln!(
-                out,
-                "zarr_serve_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
-                escape(route)
-            );
-        }
-        out.push_str("# HELP zarr_serve_request_duration_seconds HTTP request latency by route.\n# TYPE zarr_serve_request_duration_seconds histogram\n");
-        for (route, h) in self.latency.lock().expect("metrics lock").iter() {
-            let route = escape(route);
-            for (bound, n) in BUCKETS.iter().zip(h.counts) {
+        for (route, stats) in routes.iter() {
+            for (status, n) in &stats.statuses {
                 let _ = writeln!(
                     out,
-                    "zarr_serve_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}"
+                    "zarr_serve_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
+                    escape(route)
                 );
             }
-            let _ = writeln!(
-                out,
-                "zarr_serve_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
-                h.count
-            );
-            let _ = writeln!(
-                out,
-                "zarr_serve_request_duration_seconds_sum{{route=\"{route}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "zarr_serve_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                h.count
-            );
         }
+        out.push_str("# HELP zarr_serve_request_duration_seconds HTTP request latency by route.\n# TYPE zarr_serve_request_duration_seconds histogram\n");
+        for (route, stats) in routes.iter() {
+            let route = escape(route);
+            let series = "zarr_serve_request_duration_seconds";
+            for (bound, n) in BUCKETS.iter().zip(stats.buckets) {
+                let _ = writeln!(out, "{series}_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}");
+            }
+            let _ = writeln!(out, "{series}_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", stats.count);
+            let _ = writeln!(out, "{series}_sum{{route=\"{route}\"}} {}", stats.sum);
+            let _ = writeln!(out, "{series}_count{{route=\"{route}\"}} {}", stats.count);
+        }
+        drop(routes);
         let single = |v: &AtomicU64| [(String::new(), v.load(Ordering::Relaxed))];
         family(
             &mut out,

@@ -58,6 +58,12 @@ fn expected(values: [Option<u8>; 4], fill: u8) -> Vec<u8> {
     out
 }
 
+/// A dataset over the local directory `dir` with these caches.
+fn dataset_at(dir: &Path, caches: CacheOptions) -> Dataset {
+    let store = Store::open(dir.to_str().unwrap(), &StoreOptions::default()).unwrap();
+    Dataset::new("t", None, store, Caches::new(&caches), ReadOptions::default())
+}
+
 async fn read(ds: &Dataset, select: &str) -> Vec<u8> {
     let plan = ds.plan_read("a", &Selection::parse(select).unwrap()).await.unwrap();
     ds.read_all(&plan).await.unwrap().0
@@ -67,14 +73,7 @@ async fn read(ds: &Dataset, select: &str) -> Vec<u8> {
 async fn a_rewritten_shard_is_never_read_with_its_stale_index() {
     let dir = tempfile::tempdir().unwrap();
     write_metadata(dir.path(), 0);
-    let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
-    let ds = Dataset::new(
-        "t",
-        None,
-        store,
-        Caches::new(&CacheOptions::default()),
-        ReadOptions::default(),
-    );
+    let ds = dataset_at(dir.path(), CacheOptions::default());
 
     let v1 = [Some(1), Some(2), Some(3), Some(4)];
     write_shard(dir.path(), v1, [0, 1, 2, 3]);
@@ -105,14 +104,15 @@ async fn a_rewritten_shard_is_never_read_with_its_stale_index() {
 async fn the_opt_in_decoded_chunk_cache_is_stale_at_most_for_the_ttl() {
     let dir = tempfile::tempdir().unwrap();
     write_metadata(dir.path(), 0);
-    let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
     let ttl = Duration::from_millis(300);
-    let caches = Caches::new(&CacheOptions {
-        metadata_ttl: ttl,
-        decoded_chunk_bytes: 1 << 20,
-        ..CacheOptions::default()
-    });
-    let ds = Dataset::new("t", None, store, caches, ReadOptions::default());
+    let ds = dataset_at(
+        dir.path(),
+        CacheOptions {
+            metadata_ttl: ttl,
+            decoded_chunk_bytes: 1 << 20,
+            ..CacheOptions::default()
+        },
+    );
     write_shard(dir.path(), [Some(1), Some(2), Some(3), Some(4)], [0, 1, 2, 3]);
     assert_eq!(read(&ds, "0:2,0:3").await, vec![1; 6]);
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -125,12 +125,13 @@ async fn the_opt_in_decoded_chunk_cache_is_stale_at_most_for_the_ttl() {
 async fn changed_metadata_is_seen_after_the_ttl() {
     let dir = tempfile::tempdir().unwrap();
     write_metadata(dir.path(), 0);
-    let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
-    let caches = Caches::new(&CacheOptions {
-        metadata_ttl: Duration::from_millis(200),
-        ..CacheOptions::default()
-    });
-    let ds = Dataset::new("t", None, store, caches, ReadOptions::default());
+    let ds = dataset_at(
+        dir.path(),
+        CacheOptions {
+            metadata_ttl: Duration::from_millis(200),
+            ..CacheOptions::default()
+        },
+    );
     let values = [None, None, None, None];
     write_shard(dir.path(), values, [0, 1, 2, 3]);
     assert_eq!(read(&ds, "").await, expected(values, 0));

@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use serde_json::Value;
 
 use super::cache::Caches;
 use super::error::{Error, Result};
@@ -194,10 +193,5 @@ impl Dataset {
             .collect::<Result<_>>()?;
         children.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         Ok(children)
-    }
-
-    /// The raw `zarr.json` of a node, for documents.
-    pub fn raw_metadata(node: &Node) -> Option<&Value> {
-        node.metadata.as_ref().map(NodeMetadata::raw)
     }
 }

@@ -234,7 +234,7 @@ fn etag_for(dataset: &Dataset, plan: &ReadPlan, format: Format, versions: &Versi
     h.update([0]);
     h.update(plan.selection_key().as_bytes());
     h.update([0]);
-    h.update(format.tag().as_bytes());
+    h.update(format.name().as_bytes());
     for (key, version) in versions {
         h.update([0]);
         h.update(key.as_bytes());

@@ -27,7 +27,8 @@ impl Format {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The `format=` name, also used in ETags.
+    pub(super) fn name(self) -> &'static str {
         match self {
             Format::Binary => "binary",
             Format::Npy => "npy",
@@ -51,13 +52,7 @@ impl Format {
             return Ok(Format::Binary);
         };
         let mut best: Option<(f32, usize, Format)> = None;
-        for item in accept.split(',') {
-            let mut parts = item.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let q = parts
-                .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
-                .find_map(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
+        for (media, q) in accept_items(accept) {
             let format = match media.as_str() {
                 "application/octet-stream" | "*/*" | "application/*" => Format::Binary,
                 "application/x-npy" | "application/npy" => Format::Npy,
@@ -80,11 +75,20 @@ impl Format {
             ))
         })
     }
+}
 
-    /// A short name for ETags and logs.
-    pub(super) fn tag(self) -> &'static str {
-        self.name()
-    }
+/// The media ranges of an `Accept` header, lower-cased, with their q-values
+/// (1 when absent).
+pub(super) fn accept_items(accept: &str) -> impl Iterator<Item = (String, f32)> + '_ {
+    accept.split(',').map(|item| {
+        let mut parts = item.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        (media, q)
+    })
 }
 
 /// The `.npy` (format 1.0) header for an array of `shape` and `data_type`.

@@ -9,6 +9,7 @@ use axum::Json;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::format::accept_items;
 use super::problem::ApiError;
 use super::AppState;
 use crate::engine::{Dataset, Node, NodeMetadata};
@@ -18,13 +19,8 @@ pub(super) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return Ok(());
     };
-    let ok = accept.split(',').any(|item| {
-        let mut parts = item.split(';');
-        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-        let refused =
-            parts.any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()) == Some(0.0));
-        !refused && matches!(media.as_str(), "application/json" | "application/*" | "*/*" | "")
-    });
+    let ok = accept_items(accept)
+        .any(|(media, q)| q > 0.0 && matches!(media.as_str(), "application/json" | "application/*" | "*/*" | ""));
     if ok {
         Ok(())
     } else {
@@ -138,7 +134,7 @@ async fn group_document(dataset: &Dataset, node: &Node) -> Result<Value, ApiErro
         .into_iter()
         .map(|c| json!({"name": c.name, "path": display_path(&c.path), "node_type": c.node_type}))
         .collect();
-    let raw = Dataset::raw_metadata(node);
+    let raw = node.metadata.as_ref().map(NodeMetadata::raw);
     Ok(json!({
         "path": display_path(&node.path),
         "node_type": "group",

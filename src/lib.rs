@@ -12,7 +12,9 @@
 //!   errors as `application/problem+json`; no codec knowledge.
 //! - [`config`]: the config file, `ZARR_SERVE_*` environment, command line.
 //! - [`metrics`]: Prometheus text rendering.
+//! - [`buffer_pool`]: large buffers reused across reads (no page faults).
 
+pub mod buffer_pool;
 pub mod config;
 pub mod engine;
 pub mod fuzz_checks;

@@ -66,7 +66,7 @@ fn dataset_at(dir: &Path, caches: CacheOptions) -> Dataset {
 
 async fn read(ds: &Dataset, select: &str) -> Vec<u8> {
     let plan = ds.plan_read("a", &Selection::parse(select).unwrap()).await.unwrap();
-    ds.read_all(&plan).await.unwrap().0
+    ds.read_all(&plan).await.unwrap().0.to_vec()
 }
 
 #[tokio::test]

@@ -41,7 +41,7 @@ fn dataset(options: ReadOptions) -> Dataset {
 async fn read(ds: &Dataset, path: &str, select: &str) -> Result<(Vec<u64>, Vec<u8>), Error> {
     let plan = ds.plan_read(path, &Selection::parse(select)?).await?;
     let (data, _) = ds.read_all(&plan).await?;
-    Ok((plan.output_shape(), data))
+    Ok((plan.output_shape(), data.to_vec()))
 }
 
 /// Read every array whole and through every selection; compare with NumPy.

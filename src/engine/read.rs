@@ -32,6 +32,7 @@ use super::error::{Error, Result};
 use super::hierarchy::{Dataset, Node};
 use super::metadata::ArrayMetadata;
 use super::selection::{output_shape, ChunkSpan, DimSelection, Selection};
+use crate::buffer_pool;
 use crate::storage::{join, ByteRange, StoreError};
 
 /// Tuning of region reads.
@@ -309,7 +310,10 @@ impl Dataset {
     }
 
     /// Read the whole region into memory.
-    pub async fn read_all(&self, plan: &ReadPlan) -> Result<(Vec<u8>, Versions)> {
+    pub async fn read_all(&self, plan: &ReadPlan) -> Result<(Bytes, Versions)> {
+        if plan.slab_count() == 1 {
+            return self.read_slab(plan, 0, None).await;
+        }
         let mut out = Vec::with_capacity(plan.output_bytes() as usize);
         let mut versions = Versions::new();
         for slab in 0..plan.slab_count() {
@@ -317,7 +321,7 @@ impl Dataset {
             out.extend_from_slice(&data);
             versions.extend(v);
         }
-        Ok((out, versions))
+        Ok((Bytes::from(out), versions))
     }
 
     /// The versions of every key the read will use, without reading chunk
@@ -373,7 +377,11 @@ impl Dataset {
         let size = shape.iter().product::<u64>() as usize * meta.data_type.size();
         // A whole decoded unit is the result as it is; else copy into a buffer.
         let mut whole: Option<Bytes> = None;
-        let mut out = if plan.whole_unit { Vec::new() } else { vec![0u8; size] };
+        let mut out = if plan.whole_unit {
+            Vec::new()
+        } else {
+            buffer_pool::take(size)
+        };
         let mut versions = Versions::new();
         let units = units(&plan.unit_spans(slab));
         let inline = units.len() <= 1;
@@ -404,13 +412,16 @@ impl Dataset {
                             Some(data) if plan.whole_unit => whole = Some(data.clone()),
                             data => {
                                 if out.len() != size {
-                                    out = vec![0u8; size];
+                                    out = buffer_pool::take(size);
                                 }
                                 let src = data.as_deref();
                                 copy_block(src, &plan.read_shape, &mut out, &shape, &item.block, &meta.fill_value);
                             }
                         }
                         if let (Some(key), Some(data)) = (item.cache_as, item.data) {
+                            // A copy: decoded bytes may be a slice of a larger
+                            // read buffer, which the cache must not keep alive.
+                            let data = Bytes::copy_from_slice(&data);
                             self.caches.decoded_chunks.insert(key, data).await;
                         }
                     }
@@ -433,7 +444,7 @@ impl Dataset {
                 else => break,
             }
         }
-        Ok((whole.unwrap_or_else(|| Bytes::from(out)), versions))
+        Ok((whole.unwrap_or_else(|| buffer_pool::into_bytes(out)), versions))
     }
 
     /// An unsharded chunk: read whole.

@@ -145,10 +145,10 @@ enum Payload {
     Stream(Vec<u8>),
 }
 
-fn encode(format: Format, plan: &ReadPlan, data: Vec<u8>) -> Bytes {
+fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Bytes {
     let data_type = plan.array().data_type;
     match format {
-        Format::Binary => Bytes::from(data),
+        Format::Binary => data,
         Format::Npy => {
             let mut out = npy_header(data_type, &plan.output_shape());
             out.extend_from_slice(&data);

@@ -20,8 +20,9 @@ use bytes::Bytes;
 /// (and poison) almost every buffer, so every test exercises reuse.
 pub const MIN_POOLED_BYTES: usize = if cfg!(debug_assertions) { 256 } else { 1 << 20 };
 
-/// Idle bytes the pool keeps at most.
+/// Idle bytes and buffers the pool keeps at most.
 const MAX_IDLE_BYTES: usize = 64 << 20;
+const MAX_IDLE_BUFFERS: usize = 32;
 
 static IDLE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 
@@ -88,9 +89,12 @@ impl Drop for Pooled {
     fn drop(&mut self) {
         let buffer = std::mem::take(&mut self.0);
         let mut idle = IDLE.lock().expect("pool lock");
-        let held: usize = idle.iter().map(Vec::capacity).sum();
-        if held + buffer.capacity() <= MAX_IDLE_BYTES {
-            idle.push(buffer);
+        // The newest buffers stay (they fit what is being read now); the
+        // oldest go when the pool is over its bounds.
+        idle.push(buffer);
+        let mut held: usize = idle.iter().map(Vec::capacity).sum();
+        while held > MAX_IDLE_BYTES || idle.len() > MAX_IDLE_BUFFERS {
+            held -= idle.remove(0).capacity();
         }
     }
 }

@@ -9,6 +9,7 @@
 //! timeout and by the dataset's limit of concurrent requests, and counted.
 
 mod key;
+mod local;
 mod open;
 
 use std::ops::Range;
@@ -19,10 +20,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::try_join_all;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, GetResultPayload, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::sync::Semaphore;
 
-use crate::buffer_pool;
 pub use key::{join, validate_key};
 pub use open::StoreOptions;
 
@@ -105,8 +105,9 @@ pub struct Store {
     /// exhaust the backend (or the process) under a flood of requests.
     limiter: Arc<Semaphore>,
     timeout: Duration,
-    /// Whether the backend is the local file system (cheap requests).
-    local: bool,
+    /// The local file system, when that is the backend: cheap requests,
+    /// read without object_store's extra blocking-thread hop.
+    local: Option<local::LocalFiles>,
 }
 
 impl Store {
@@ -118,7 +119,7 @@ impl Store {
             stats: Arc::default(),
             limiter: Arc::new(Semaphore::new(options.max_concurrent_requests.max(1))),
             timeout: options.timeout,
-            local: false,
+            local: None,
         }
     }
 
@@ -127,7 +128,7 @@ impl Store {
     /// the gap costs copies), 256 KiB for remote stores (a request costs more
     /// than that much transfer).
     pub fn coalesce_gap(&self) -> u64 {
-        if self.local {
+        if self.local.is_some() {
             0
         } else {
             256 << 10
@@ -173,23 +174,28 @@ impl Store {
         if_match: Option<&str>,
     ) -> Result<Option<ReadResult>, StoreError> {
         let path = self.path(key)?;
-        let ranged = range != ByteRange::All;
-        let options = GetOptions {
-            if_match: if_match.map(str::to_string),
-            range: match range {
-                ByteRange::All => None,
-                ByteRange::Bounded(r) if r.is_empty() => return self.empty_read(key, r.start).await,
-                ByteRange::Bounded(r) => Some(GetRange::Bounded(r)),
-                ByteRange::From(o) => Some(GetRange::Offset(o)),
-                ByteRange::Suffix(n) => Some(GetRange::Suffix(n)),
-            },
-            ..GetOptions::default()
+        let range = match range {
+            ByteRange::All => None,
+            ByteRange::Bounded(r) if r.is_empty() => return self.empty_read(key, r.start).await,
+            ByteRange::Bounded(r) => Some(GetRange::Bounded(r)),
+            ByteRange::From(o) => Some(GetRange::Offset(o)),
+            ByteRange::Suffix(n) => Some(GetRange::Suffix(n)),
         };
-        if ranged {
+        if range.is_some() {
             self.stats.range_requests.fetch_add(1, Ordering::Relaxed);
         }
+        let options = GetOptions {
+            if_match: if_match.map(str::to_string),
+            ..GetOptions::default()
+        };
         let fetched = self
             .run(async {
+                if let Some(local) = &self.local {
+                    let (meta, mut parts) = local.read(path, range.map(|r| vec![r]), options).await?;
+                    let (range, data) = parts.pop().expect("one range asked, one read");
+                    return Ok((data, range, object_info(&meta)));
+                }
+                let options = GetOptions { range, ..options };
                 let result = self.inner.get_opts(&path, options).await?;
                 let info = object_info(&result.meta);
                 let range = result.range.clone();
@@ -222,8 +228,8 @@ impl Store {
         ranges: &[Range<u64>],
         if_match: Option<&str>,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
-        if self.local && ranges.len() > 1 {
-            return self.get_local_ranges(key, ranges, if_match).await;
+        if let Some(local) = &self.local {
+            return self.get_local_ranges(local, key, ranges, if_match).await;
         }
         let reads = ranges
             .iter()
@@ -232,10 +238,10 @@ impl Store {
         Ok(results.into_iter().map(|r| r.map(|r| r.data)).collect())
     }
 
-    /// [`Store::get_ranges`] for a local file: one open (which checks
-    /// `if_match`), then every range read into one buffer.
+    /// [`Store::get_ranges`] for a local file: one open, one blocking hop.
     async fn get_local_ranges(
         &self,
+        local: &local::LocalFiles,
         key: &str,
         ranges: &[Range<u64>],
         if_match: Option<&str>,
@@ -245,34 +251,20 @@ impl Store {
             if_match: if_match.map(str::to_string),
             ..GetOptions::default()
         };
-        let ranges = ranges.to_vec();
+        let asked = ranges.iter().map(|r| GetRange::Bounded(r.clone())).collect();
+        let fetched = self.run(local.read(path, Some(asked), options)).await?;
+        // Counted as the ranged reads they stand for, as on other stores.
         let count = ranges.len() as u64;
-        let fetched = self
-            .run(async {
-                let result = self.inner.get_opts(&path, options).await?;
-                let GetResultPayload::File(file, _) = result.payload else {
-                    return Err(object_store::Error::NotImplemented);
-                };
-                tokio::task::spawn_blocking(move || read_file_ranges(&file, &ranges))
-                    .await
-                    .map_err(|e| object_store::Error::Generic {
-                        store: "local",
-                        source: Box::new(e),
-                    })?
-                    .map_err(|e| object_store::Error::Generic {
-                        store: "local",
-                        source: Box::new(e),
-                    })
-            })
-            .await?;
-        // Counted as the ranged reads they stand for, like other stores.
-        self.stats.requests.fetch_add(count - 1, Ordering::Relaxed);
+        self.stats
+            .requests
+            .fetch_add(count.saturating_sub(1), Ordering::Relaxed);
         self.stats.range_requests.fetch_add(count, Ordering::Relaxed);
-        if let Some(parts) = &fetched {
+        Ok(fetched.map(|(_, parts)| {
+            let parts: Vec<Bytes> = parts.into_iter().map(|(_, data)| data).collect();
             let bytes: u64 = parts.iter().map(|p| p.len() as u64).sum();
             self.stats.bytes.fetch_add(bytes, Ordering::Relaxed);
-        }
-        Ok(fetched)
+            parts
+        }))
     }
 
     /// Metadata of `key`, `None` when missing.
@@ -315,24 +307,6 @@ fn is_missing_path(error: &object_store::Error) -> bool {
         source = e.source();
     }
     false
-}
-
-/// Read `ranges` of `file` into one buffer (without zeroing it first) and
-/// slice it; a range past the end of the file comes back short.
-fn read_file_ranges(file: &std::fs::File, ranges: &[Range<u64>]) -> std::io::Result<Vec<Bytes>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let total: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-    let mut buffer = buffer_pool::take_empty(total as usize);
-    let mut reader = file;
-    let mut bounds = Vec::with_capacity(ranges.len());
-    for range in ranges {
-        reader.seek(SeekFrom::Start(range.start))?;
-        let start = buffer.len();
-        reader.take(range.end - range.start).read_to_end(&mut buffer)?;
-        bounds.push(start..buffer.len());
-    }
-    let buffer = buffer_pool::into_bytes(buffer);
-    Ok(bounds.into_iter().map(|b| buffer.slice(b)).collect())
 }
 
 fn object_info(meta: &object_store::ObjectMeta) -> ObjectInfo {

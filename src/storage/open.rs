@@ -13,6 +13,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, RetryConfig};
 use url::Url;
 
+use super::local::LocalFiles;
 use super::Store;
 
 /// Limits and backend options of one dataset's store.
@@ -45,24 +46,24 @@ impl Store {
     /// Open the store named by `location`: a local path, `file://`, `s3://`,
     /// `gs://`, `az://` or `http(s)://` URL.
     pub fn open(location: &str, options: &StoreOptions) -> Result<Self, String> {
-        let (inner, root): (Arc<dyn ObjectStore>, Path) = match Url::parse(location) {
-            Ok(url) if url.scheme().len() > 1 => open_url(&url, options)?,
+        let dir = match Url::parse(location) {
+            Ok(url) if url.scheme() == "file" => url
+                .to_file_path()
+                .map_err(|_| format!("invalid file URL {}", redact(&url)))?,
+            Ok(url) if url.scheme().len() > 1 => {
+                let (inner, root) = open_url(&url, options)?;
+                return Ok(Store::new(inner, root, options));
+            }
             // A plain path (a one-letter "scheme" is a Windows drive).
-            _ => open_local(std::path::Path::new(location))?,
+            _ => std::path::PathBuf::from(location),
         };
-        let mut store = Store::new(inner, root, options);
-        store.local = match Url::parse(location) {
-            Ok(url) if url.scheme().len() > 1 => url.scheme() == "file",
-            _ => true,
-        };
+        let dir = std::path::absolute(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
+        let root = Path::from_absolute_path(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
+        let fs = Arc::new(LocalFileSystem::new());
+        let mut store = Store::new(fs.clone(), root, options);
+        store.local = Some(LocalFiles::new(fs));
         Ok(store)
     }
-}
-
-fn open_local(dir: &std::path::Path) -> Result<(Arc<dyn ObjectStore>, Path), String> {
-    let dir = std::path::absolute(dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
-    let root = Path::from_absolute_path(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
-    Ok((Arc::new(LocalFileSystem::new()), root))
 }
 
 fn retry_config(options: &StoreOptions) -> RetryConfig {
@@ -104,12 +105,6 @@ fn open_url(url: &Url, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, 
         }};
     }
     let store = match url.scheme() {
-        "file" => {
-            let dir = url
-                .to_file_path()
-                .map_err(|_| format!("invalid file URL {}", redact(url)))?;
-            return open_local(&dir);
-        }
         "s3" | "s3a" => build!(AmazonS3Builder::from_env()),
         "gs" => build!(GoogleCloudStorageBuilder::from_env()),
         "az" | "azure" | "abfs" | "abfss" => build!(MicrosoftAzureBuilder::from_env()),

@@ -45,7 +45,7 @@ impl LocalFiles {
             let meta = object_meta(location, &metadata);
             options.check_preconditions(&meta)?;
             let ranges: Vec<Range<u64>> = match ranges {
-                None => vec![0..meta.size],
+                None => std::iter::once(0..meta.size).collect(),
                 Some(ranges) => ranges
                     .iter()
                     .map(|r| r.as_range(meta.size))

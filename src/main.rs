@@ -34,7 +34,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Blocking threads do local file I/O and decoding (itself bounded to
-        // one job per core). More of them only add per-thread allocator heaps:
+        // two jobs per core). More of them only add per-thread allocator heaps:
         // uncapped, a 1 GiB stream grew 80 threads and 487 MiB peak RSS.
         .max_blocking_threads(4 * cores)
         .build()

@@ -16,6 +16,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::format::{json_body, npy_header, Format};
@@ -195,11 +196,22 @@ fn stream(
         if !prefix.is_empty() && tx.send(Ok(Bytes::from(prefix))).await.is_err() {
             return;
         }
-        for slab in 0..plan.slab_count() {
-            let slot = slabs.clone().acquire_owned().await.expect("never closed");
-            match dataset.read_slab(&plan, slab, Some(&versions)).await {
-                Ok((data, _)) => {
-                    let frame = Bytes::from_owner(SlabBuffer { data, _permit: slot });
+        // Slabs are read concurrently (as many as the budget allows), so
+        // the decoders are kept busy across slab boundaries.
+        let (plan, dataset, versions) = (&plan, &dataset, &versions);
+        let mut reads = futures::stream::iter(0..plan.slab_count())
+            .map(|slab| {
+                let slabs = slabs.clone();
+                async move {
+                    let slot = slabs.acquire_owned().await.expect("never closed");
+                    let (data, _) = dataset.read_slab(plan, slab, Some(versions)).await?;
+                    Ok::<_, crate::engine::Error>(Bytes::from_owner(SlabBuffer { data, _permit: slot }))
+                }
+            })
+            .buffered(in_flight);
+        while let Some(read) = reads.next().await {
+            match read {
+                Ok(frame) => {
                     if tx.send(Ok(frame)).await.is_err() {
                         return; // the client went away
                     }

@@ -179,7 +179,7 @@ async fn hierarchy_lists_nodes_only_and_finds_implicit_groups() {
 }
 
 /// One inner chunk of a cold sharded array: one index request and one data
-/// request; again: no index request, and with the decoded-chunk cache no
+/// request (and a HEAD on Azure); again: no index request, and with the decoded-chunk cache no
 /// request at all.
 #[tokio::test]
 async fn one_inner_chunk_costs_one_index_and_one_data_request() {
@@ -202,9 +202,12 @@ async fn one_inner_chunk_costs_one_index_and_one_data_request() {
         let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         let (requests, ranged) = (count(&stats.requests), count(&stats.range_requests));
         let (_, cold) = read(&ds, path, &select).await.unwrap();
+        // The index is at the shard's end: a store without suffix ranges
+        // (Azure) first asks for the shard's size.
+        let head = u64::from(!ds.store().reads_suffix_ranges());
         assert_eq!(
             (count(&stats.requests) - requests, count(&stats.range_requests) - ranged),
-            (2, 2),
+            (2 + head, 2),
             "cold: index + data"
         );
         let requests = count(&stats.requests);

@@ -270,6 +270,36 @@ fn decoder_slots() -> Arc<Semaphore> {
         .clone()
 }
 
+/// Slab bytes the whole process holds at once (read, being read, or not
+/// yet written to a client): with many large reads at once, memory stays
+/// bounded by this rather than by the number of reads times their slabs.
+const SLAB_BYTES_HELD: usize = 256 << 20;
+
+/// Reserve `size` bytes (in KiB, at most all of them) of the process's slab
+/// budget until the returned permit is dropped with the slab's bytes.
+async fn hold_slab_bytes(size: usize) -> tokio::sync::OwnedSemaphorePermit {
+    static BUDGET: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    let total = SLAB_BYTES_HELD >> 10;
+    let budget = BUDGET.get_or_init(|| Arc::new(Semaphore::new(total))).clone();
+    let kib = size.div_ceil(1 << 10).clamp(1, total) as u32;
+    budget
+        .acquire_many_owned(kib)
+        .await
+        .expect("slab budget is never closed")
+}
+
+/// A slab's bytes with their share of the slab budget.
+struct HeldSlab {
+    data: Bytes,
+    _held: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for HeldSlab {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
+    }
+}
+
 /// Decode `items` (on a blocking thread unless `inline`).
 async fn decode_items(codecs: Arc<CodecChain>, items: Vec<Item>, inline: bool) -> Result<Vec<Decoded>> {
     let work = move || {
@@ -377,6 +407,7 @@ impl Dataset {
         let shape = plan.slab_shape(slab);
         let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
         let size = shape.iter().product::<u64>() as usize * meta.data_type.size();
+        let held = hold_slab_bytes(size).await;
         // A whole decoded unit is the result as it is; else copy into a buffer.
         let mut whole: Option<Bytes> = None;
         let mut out = if plan.whole_unit {
@@ -446,7 +477,8 @@ impl Dataset {
                 else => break,
             }
         }
-        Ok((whole.unwrap_or_else(|| buffer_pool::into_bytes(out)), versions))
+        let data = whole.unwrap_or_else(|| buffer_pool::into_bytes(out));
+        Ok((Bytes::from_owner(HeldSlab { data, _held: held }), versions))
     }
 
     /// An unsharded chunk: read whole.

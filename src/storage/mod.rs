@@ -108,6 +108,9 @@ pub struct Store {
     /// The local file system, when that is the backend: cheap requests,
     /// read without object_store's extra blocking-thread hop.
     local: Option<local::LocalFiles>,
+    /// Whether the backend reads "the last n bytes" (Azure Blob does not:
+    /// such reads become a HEAD and a bounded range).
+    suffix_ranges: bool,
 }
 
 impl Store {
@@ -120,6 +123,7 @@ impl Store {
             limiter: Arc::new(Semaphore::new(options.max_concurrent_requests.max(1))),
             timeout: options.timeout,
             local: None,
+            suffix_ranges: true,
         }
     }
 
@@ -133,6 +137,12 @@ impl Store {
         } else {
             256 << 10
         }
+    }
+
+    /// Whether the backend reads the last n bytes of an object in one
+    /// request (all but Azure Blob).
+    pub fn reads_suffix_ranges(&self) -> bool {
+        self.suffix_ranges
     }
 
     /// This store's counters.
@@ -174,6 +184,9 @@ impl Store {
         if_match: Option<&str>,
     ) -> Result<Option<ReadResult>, StoreError> {
         let path = self.path(key)?;
+        if let (ByteRange::Suffix(n), false) = (&range, self.suffix_ranges) {
+            return self.get_suffix_via_head(key, *n, if_match).await;
+        }
         let range = match range {
             ByteRange::All => None,
             ByteRange::Bounded(r) if r.is_empty() => return self.empty_read(key, r.start).await,
@@ -207,6 +220,28 @@ impl Store {
             self.stats.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
             ReadResult { data, range, info }
         }))
+    }
+
+    /// The last `n` bytes of `key` for a backend without suffix ranges: its
+    /// size from a HEAD, then a bounded read conditional on the HEAD's ETag
+    /// (or on `if_match`), so both requests see the same version.
+    async fn get_suffix_via_head(
+        &self,
+        key: &str,
+        n: u64,
+        if_match: Option<&str>,
+    ) -> Result<Option<ReadResult>, StoreError> {
+        let Some(info) = self.head(key).await? else {
+            return Ok(None);
+        };
+        if let (Some(wanted), Some(found)) = (if_match, &info.etag) {
+            if wanted != found {
+                return Err(StoreError::Changed(key.to_string()));
+            }
+        }
+        let start = info.size.saturating_sub(n);
+        let version = if_match.map(str::to_string).or(info.etag);
+        Box::pin(self.get(key, ByteRange::Bounded(start..info.size), version.as_deref())).await
     }
 
     /// An empty range still checks that the object exists.

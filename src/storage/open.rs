@@ -52,7 +52,9 @@ impl Store {
                 .map_err(|_| format!("invalid file URL {}", redact(&url)))?,
             Ok(url) if url.scheme().len() > 1 => {
                 let (inner, root) = open_url(&url, options)?;
-                return Ok(Store::new(inner, root, options));
+                let mut store = Store::new(inner, root, options);
+                store.suffix_ranges = !matches!(url.scheme(), "az" | "azure" | "abfs" | "abfss");
+                return Ok(store);
             }
             // A plain path (a one-letter "scheme" is a Windows drive).
             _ => std::path::PathBuf::from(location),

@@ -67,7 +67,8 @@ pub fn shard_index(data: &[u8]) {
     }
 }
 
-/// Every codec's decode of arbitrary bytes: an error or exactly the chunk's size.
+/// Every codec's decode of arbitrary bytes: an error or exactly the chunk's size;
+/// a prefix decode agrees with the whole decode.
 pub fn codecs(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
@@ -75,7 +76,7 @@ pub fn codecs(data: &[u8]) {
     let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
     let be = json!({"name": "bytes", "configuration": {"endian": "big"}});
     let zstd = json!({"name": "zstd", "configuration": {"level": 1}});
-    let codecs = match selector % 9 {
+    let codecs = match selector % 10 {
         0 => json!([le]),
         1 => json!([be]),
         2 => json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, le]),
@@ -87,11 +88,22 @@ pub fn codecs(data: &[u8]) {
         6 => json!([le, {"name": "crc32c"}]),
         7 => json!([{"name": "sharding_indexed", "configuration": {
             "chunk_shape": [2, 3], "codecs": [le, zstd], "index_codecs": [le, {"name": "crc32c"}]}}]),
+        8 => json!([le, zstd, {"name": "crc32c"}]),
         _ => json!([le, {"name": "gzip", "configuration": {"level": 1}}, {"name": "crc32c"}]),
     };
     let repr = ChunkRepr::new(vec![4, 6], DataType::Float32, 0f32.to_le_bytes().to_vec());
     let chain = CodecChain::from_json(&codecs, &repr).expect("valid codecs");
-    if let Ok(out) = chain.decode(Bytes::copy_from_slice(rest)) {
+    let whole = chain.decode(Bytes::copy_from_slice(rest));
+    if let Ok(out) = &whole {
         assert_eq!(out.len(), repr.size_bytes());
+    }
+    // A prefix decode, where it succeeds, holds at least the prefix, and
+    // agrees with the whole decode where that succeeds too.
+    let prefix = (usize::from(selector) % 24 + 1) * 4;
+    if let Ok(part) = chain.decode_prefix(Bytes::copy_from_slice(rest), prefix) {
+        assert!(part.len() >= prefix && part.len() <= repr.size_bytes());
+        if let Ok(out) = &whole {
+            assert_eq!(&part[..prefix], &out[..prefix]);
+        }
     }
 }

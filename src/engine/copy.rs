@@ -97,6 +97,22 @@ pub fn copy_block(
     }
 }
 
+/// How many leading elements of the source (shape `src_shape`, C order)
+/// the copy of `block` reads: one past the last element it touches.
+pub fn source_prefix_elements(block: &Block, src_shape: &[u64]) -> u64 {
+    if block.count.contains(&0) {
+        return 0;
+    }
+    let strides = c_strides(src_shape);
+    let last: i64 = (0..block.count.len())
+        .map(|d| {
+            let end = block.src_start[d] as i64 + (block.count[d] as i64 - 1) * block.src_step[d];
+            end.max(block.src_start[d] as i64) * strides[d]
+        })
+        .sum();
+    last as u64 + 1
+}
+
 fn fill_run(dst: &mut [u8], fill: &[u8]) {
     if fill.iter().all(|b| *b == fill[0]) {
         dst.fill(fill[0]);
@@ -172,6 +188,17 @@ mod tests {
             copy_block(Some(&src), &src_shape, &mut fast, &dst_shape, &b, &[0]);
             reference(&src, &src_shape, &mut slow, &dst_shape, &b);
             assert_eq!(fast, slow, "{b:?}");
+            // The prefix is exactly what the copy reads: the copy from a
+            // source cut there is the same, one element less would not do.
+            let prefix = source_prefix_elements(&b, &src_shape) as usize;
+            let mut cut = vec![0u8; 120];
+            copy_block(Some(&src[..prefix]), &src_shape, &mut cut, &dst_shape, &b, &[0]);
+            assert_eq!(cut, slow, "{b:?}");
+            let short = std::panic::catch_unwind(|| {
+                let mut out = vec![0u8; 120];
+                copy_block(Some(&src[..prefix - 1]), &src_shape, &mut out, &dst_shape, &b, &[0]);
+            });
+            assert!(short.is_err(), "{b:?}: the last element read is at {}", prefix - 1);
         }
     }
 

@@ -27,7 +27,7 @@ use tokio::sync::Semaphore;
 use super::cache::{CachedIndex, ChunkKey};
 use super::codec::array_to_bytes::sharding::{IndexLocation, ShardingCodec};
 use super::codec::CodecChain;
-use super::copy::{copy_block, Block};
+use super::copy::{copy_block, source_prefix_elements, Block};
 use super::error::{Error, Result};
 use super::hierarchy::{Dataset, Node};
 use super::metadata::ArrayMetadata;
@@ -309,7 +309,14 @@ async fn decode_items(codecs: Arc<CodecChain>, items: Vec<Item>, inline: bool) -
                 let data = match item.source {
                     Source::Fill => None,
                     Source::Decoded(bytes) => Some(bytes),
-                    Source::Encoded(bytes) => Some(codecs.decode(bytes)?),
+                    // A chunk kept in the cache must be whole; else decode
+                    // no further than the last element the copy reads.
+                    Source::Encoded(bytes) if item.cache_as.is_some() => Some(codecs.decode(bytes)?),
+                    Source::Encoded(bytes) => {
+                        let repr = codecs.decoded_repr();
+                        let elements = source_prefix_elements(&item.block, &repr.shape);
+                        Some(codecs.decode_prefix(bytes, elements as usize * repr.data_type.size())?)
+                    }
                 };
                 Ok(Decoded {
                     data,

@@ -175,6 +175,35 @@ impl CodecChain {
         }
         Ok(array)
     }
+
+    /// The first `prefix` bytes of the decoded chunk (a whole number of
+    /// elements, C order, little-endian), decoding no further than needed
+    /// where the chain allows: `bytes`, then `zstd`, then only `crc32c`
+    /// (verified whole as always). Any other chain decodes the whole chunk
+    /// and returns all of it.
+    pub fn decode_prefix(&self, encoded: Bytes, prefix: usize) -> Result<Bytes> {
+        let ArrayToBytesCodec::Bytes(bytes_codec) = &self.array_to_bytes else {
+            return self.decode(encoded);
+        };
+        let Some((BytesToBytesCodec::Zstd(zstd), outer)) = self.bytes_to_bytes.split_first() else {
+            return self.decode(encoded);
+        };
+        let full = self.array_to_bytes_repr.size_bytes();
+        if !self.array_to_array.is_empty() || !outer.iter().all(|c| matches!(c, BytesToBytesCodec::Crc32c(_))) {
+            return self.decode(encoded);
+        }
+        let mut bytes = encoded;
+        for (b2b, size) in outer.iter().zip(&self.decoded_sizes[1..]).rev() {
+            bytes = b2b.decode(bytes, *size)?;
+        }
+        match zstd.decode_prefix(&bytes, full, prefix)? {
+            Some(part) => bytes_codec.decode_prefix(Bytes::from(part), &self.array_to_bytes_repr),
+            None => {
+                let whole = BytesToBytesCodec::Zstd(zstd.clone()).decode(bytes, Some(full))?;
+                bytes_codec.decode(whole, &self.array_to_bytes_repr)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

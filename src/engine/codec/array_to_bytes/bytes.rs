@@ -54,15 +54,33 @@ impl BytesCodec {
                 repr.data_type.name()
             )));
         }
+        Ok(self.to_little_endian(encoded, repr))
+    }
+
+    /// The first `encoded.len()` bytes of the chunk's elements (a whole
+    /// number of elements), little-endian.
+    pub fn decode_prefix(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+        if encoded.len() > repr.size_bytes() || encoded.len() % repr.data_type.size() != 0 {
+            return Err(corrupt(format!(
+                "a prefix of {} bytes does not fit chunks of shape {:?} of {}",
+                encoded.len(),
+                repr.shape,
+                repr.data_type.name()
+            )));
+        }
+        Ok(self.to_little_endian(encoded, repr))
+    }
+
+    fn to_little_endian(&self, encoded: Bytes, repr: &ChunkRepr) -> Bytes {
         let unit = repr.data_type.swap_unit();
         if self.endian != Some(Endian::Big) || unit == 1 {
-            return Ok(encoded);
+            return encoded;
         }
         let mut out = encoded.to_vec();
         for element in out.chunks_exact_mut(unit) {
             element.reverse();
         }
-        Ok(Bytes::from(out))
+        Bytes::from(out)
     }
 }
 

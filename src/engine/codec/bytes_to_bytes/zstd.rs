@@ -59,6 +59,60 @@ impl ZstdCodec {
     }
 }
 
+/// The Content_Checksum_flag of a frame header's descriptor byte.
+const CONTENT_CHECKSUM_FLAG: u8 = 0x04;
+
+thread_local! {
+    /// One streaming context per thread, for prefix decodes.
+    static STREAM: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl ZstdCodec {
+    /// Decompress only the first `prefix` bytes of a chunk that decodes to
+    /// `full` bytes, stopping there. `None` (decode it whole instead) unless
+    /// the input is exactly one complete frame (so truncation is still an
+    /// error) that declares `full` as its content size and carries no
+    /// checksum (a checksum can only be verified by decoding to the end).
+    pub fn decode_prefix(&self, encoded: &[u8], full: usize, prefix: usize) -> Result<Option<Vec<u8>>> {
+        use zstd::zstd_safe::{find_frame_compressed_size, get_frame_content_size, InBuffer, OutBuffer};
+        let complete_frame = find_frame_compressed_size(encoded).is_ok_and(|n| n == encoded.len());
+        let declared = get_frame_content_size(encoded).ok().flatten();
+        let checksum = encoded.get(4).is_none_or(|d| d & CONTENT_CHECKSUM_FLAG != 0);
+        if prefix >= full || !complete_frame || declared != Some(full as u64) || checksum {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(prefix);
+        STREAM.with_borrow_mut(|slot| {
+            let dctx = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+            dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                .map_err(|e| corrupt(format!("zstd reset failed: {}", zstd::zstd_safe::get_error_name(e))))?;
+            let mut input = InBuffer::around(encoded);
+            let mut output = OutBuffer::around(&mut out);
+            while output.pos() < prefix {
+                let before = (input.pos(), output.pos());
+                let hint = dctx.decompress_stream(&mut output, &mut input).map_err(|e| {
+                    corrupt(format!(
+                        "zstd decompression failed: {}",
+                        zstd::zstd_safe::get_error_name(e)
+                    ))
+                })?;
+                if hint == 0 || (input.pos(), output.pos()) == before {
+                    break; // the frame ended, or no progress: checked below
+                }
+            }
+            Ok::<_, crate::engine::error::Error>(())
+        })?;
+        if out.len() != prefix {
+            return Err(corrupt(format!(
+                "zstd decompressed to {} bytes, expected at least {prefix}",
+                out.len()
+            )));
+        }
+        Ok(Some(out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +130,41 @@ mod tests {
         assert!(ZstdCodec.decode(&encoded, Some(9999)).is_err());
         assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], Some(10000)).is_err());
         assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], None).is_err());
+    }
+
+    fn frame(data: &[u8], checksum: bool) -> Vec<u8> {
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        enc.include_checksum(checksum).unwrap();
+        enc.set_pledged_src_size(Some(data.len() as u64)).unwrap();
+        std::io::Write::write_all(&mut enc, data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    #[test]
+    fn prefixes_decode_only_from_complete_unchecksummed_frames() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let plain = frame(&data, false);
+        for prefix in [1, 4096, 131_072, 299_999] {
+            let got = ZstdCodec.decode_prefix(&plain, data.len(), prefix).unwrap().unwrap();
+            assert_eq!(got, &data[..prefix]);
+        }
+        // Whole chunk, checksummed frames, a wrong size: decoded whole instead.
+        assert!(ZstdCodec
+            .decode_prefix(&plain, data.len(), data.len())
+            .unwrap()
+            .is_none());
+        assert!(ZstdCodec
+            .decode_prefix(&frame(&data, true), data.len(), 10)
+            .unwrap()
+            .is_none());
+        assert!(ZstdCodec.decode_prefix(&plain, data.len() + 1, 10).unwrap().is_none());
+        // A truncated frame is never decoded in part (the whole decode reports it).
+        assert!(ZstdCodec
+            .decode_prefix(&plain[..plain.len() - 1], data.len(), 10)
+            .unwrap()
+            .is_none());
+        // The context is reset between uses.
+        let again = ZstdCodec.decode_prefix(&plain, data.len(), 5).unwrap().unwrap();
+        assert_eq!(again, &data[..5]);
     }
 }

@@ -9,16 +9,34 @@
 //!
 //! A pooled buffer keeps the bytes of its previous use: a slab must write
 //! every byte it hands out, which read planning guarantees (every output
-//! element lies in exactly one chunk block, fill included). Debug builds
-//! poison reused buffers so tests catch a gap.
+//! element lies in exactly one chunk block, fill included). Debug builds and
+//! the interop tests ([`check_reuse`]) poison reused buffers to catch a gap.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use bytes::Bytes;
 
-/// Buffers smaller than this are allocated as usual. Debug builds pool
-/// (and poison) almost every buffer, so every test exercises reuse.
-pub const MIN_POOLED_BYTES: usize = if cfg!(debug_assertions) { 256 } else { 1 << 20 };
+/// Buffers smaller than this are allocated as usual.
+pub const MIN_POOLED_BYTES: usize = 1 << 20;
+
+/// Whether reuse is being checked: almost every buffer pooled, reused ones
+/// poisoned (on in debug builds; tests turn it on in release builds).
+static CHECKING: AtomicBool = AtomicBool::new(cfg!(debug_assertions));
+
+/// Pool almost every buffer and fill each reused one with a poison byte, so
+/// that tests reading through the pool see any byte a slab fails to write.
+pub fn check_reuse(on: bool) {
+    CHECKING.store(on, Ordering::Relaxed);
+}
+
+fn min_pooled() -> usize {
+    if CHECKING.load(Ordering::Relaxed) {
+        256
+    } else {
+        MIN_POOLED_BYTES
+    }
+}
 
 /// Idle bytes and buffers the pool keeps at most.
 const MAX_IDLE_BYTES: usize = 64 << 20;
@@ -29,7 +47,7 @@ static IDLE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 /// The smallest idle buffer of at least `capacity` bytes that wastes at
 /// most half of itself.
 fn reuse(capacity: usize) -> Option<Vec<u8>> {
-    if capacity < MIN_POOLED_BYTES {
+    if capacity < min_pooled() {
         return None;
     }
     let mut idle = IDLE.lock().expect("pool lock");
@@ -60,7 +78,7 @@ pub fn take(len: usize) -> Vec<u8> {
             // Within capacity: no reallocation; new bytes (if any) are zeroed.
             buffer.resize(len, 0);
             buffer.truncate(len);
-            if cfg!(debug_assertions) {
+            if CHECKING.load(Ordering::Relaxed) {
                 buffer.fill(0xA5);
             }
             buffer
@@ -71,7 +89,7 @@ pub fn take(len: usize) -> Vec<u8> {
 
 /// Wrap `buffer` as bytes that go back to the pool when dropped.
 pub fn into_bytes(buffer: Vec<u8>) -> Bytes {
-    if buffer.capacity() < MIN_POOLED_BYTES {
+    if buffer.capacity() < min_pooled() {
         return Bytes::from(buffer);
     }
     Bytes::from_owner(Pooled(buffer))

@@ -31,6 +31,9 @@ fn fixture_store() -> Store {
 }
 
 fn dataset_with(options: ReadOptions, caches: CacheOptions) -> Dataset {
+    // Reused output buffers start poisoned: a byte a read fails to write
+    // would show as a mismatch, not as a stale or zero byte.
+    zarr_serve::buffer_pool::check_reuse(true);
     Dataset::new("fixtures", None, fixture_store(), Caches::new(&caches), options)
 }
 

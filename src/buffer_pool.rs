@@ -106,6 +106,9 @@ impl AsRef<[u8]> for Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         let buffer = std::mem::take(&mut self.0);
+        if buffer.capacity() > MAX_IDLE_BYTES {
+            return; // would only push every other idle buffer out
+        }
         let mut idle = IDLE.lock().expect("pool lock");
         // The newest buffers stay (they fit what is being read now); the
         // oldest go when the pool is over its bounds.

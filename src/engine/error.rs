@@ -32,6 +32,9 @@ pub enum Error {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The process is at one of its limits (memory for decoded data); retry later.
+    #[error("{0}")]
+    Overloaded(String),
 }
 
 impl Error {

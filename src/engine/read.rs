@@ -275,23 +275,37 @@ fn decoder_slots() -> Arc<Semaphore> {
 /// bounded by this rather than by the number of reads times their slabs.
 const SLAB_BYTES_HELD: usize = 256 << 20;
 
+/// Slabs smaller than this take no share of the budget, so small reads
+/// (tiles) never queue behind large ones.
+const SLAB_BUDGET_MIN: usize = 1 << 20;
+
+/// How long a slab waits for its share before the read fails as
+/// overloaded (503), so clients that stop reading cannot stall the others
+/// for ever.
+const SLAB_BUDGET_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Reserve `size` bytes (in KiB, at most all of them) of the process's slab
 /// budget until the returned permit is dropped with the slab's bytes.
-async fn hold_slab_bytes(size: usize) -> tokio::sync::OwnedSemaphorePermit {
+async fn hold_slab_bytes(size: usize) -> Result<Option<tokio::sync::OwnedSemaphorePermit>> {
     static BUDGET: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    if size < SLAB_BUDGET_MIN {
+        return Ok(None);
+    }
     let total = SLAB_BYTES_HELD >> 10;
     let budget = BUDGET.get_or_init(|| Arc::new(Semaphore::new(total))).clone();
     let kib = size.div_ceil(1 << 10).clamp(1, total) as u32;
-    budget
-        .acquire_many_owned(kib)
-        .await
-        .expect("slab budget is never closed")
+    match tokio::time::timeout(SLAB_BUDGET_WAIT, budget.acquire_many_owned(kib)).await {
+        Ok(permit) => Ok(Some(permit.expect("slab budget is never closed"))),
+        Err(_) => Err(Error::Overloaded(
+            "memory for decoded data is held by other responses; retry shortly".into(),
+        )),
+    }
 }
 
 /// A slab's bytes with their share of the slab budget.
 struct HeldSlab {
     data: Bytes,
-    _held: tokio::sync::OwnedSemaphorePermit,
+    _held: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl AsRef<[u8]> for HeldSlab {
@@ -414,7 +428,7 @@ impl Dataset {
         let shape = plan.slab_shape(slab);
         let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
         let size = shape.iter().product::<u64>() as usize * meta.data_type.size();
-        let held = hold_slab_bytes(size).await;
+        let held = hold_slab_bytes(size).await?;
         // A whole decoded unit is the result as it is; else copy into a buffer.
         let mut whole: Option<Bytes> = None;
         let mut out = if plan.whole_unit {

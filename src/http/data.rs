@@ -167,6 +167,9 @@ fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Bytes {
 /// overlap that bulk reads gain from.
 const SLAB_BYTES_IN_FLIGHT: u64 = 96 << 20;
 
+/// A streamed response whose client takes no data for this long is aborted.
+const CLIENT_STALL: Duration = Duration::from_secs(60);
+
 /// A slab's bytes, holding its permit until the frame is dropped.
 struct SlabBuffer {
     data: Bytes,
@@ -211,11 +214,16 @@ fn stream(
             .buffered(in_flight);
         while let Some(read) = reads.next().await {
             match read {
-                Ok(frame) => {
-                    if tx.send(Ok(frame)).await.is_err() {
-                        return; // the client went away
+                Ok(frame) => match tokio::time::timeout(CLIENT_STALL, tx.send(Ok(frame))).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return, // the client went away
+                    Err(_) => {
+                        // Free the slabs this stream holds for readers that read.
+                        metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(dataset = %dataset.name, path = %plan.node().path, "client stopped reading; region stream aborted");
+                        return;
                     }
-                }
+                },
                 Err(e) => {
                     metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(dataset = %dataset.name, path = %plan.node().path, error = %e, "region stream aborted");

@@ -83,7 +83,9 @@ impl ApiError {
             ApiError::Engine(E::Store(StoreError::RangeNotSatisfiable(_))) | ApiError::RangeNotSatisfiable { .. } => {
                 StatusCode::RANGE_NOT_SATISFIABLE
             }
-            ApiError::Engine(E::Store(_)) | ApiError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Engine(E::Store(_) | E::Overloaded(_)) | ApiError::Overloaded(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -132,7 +134,7 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         match &self {
-            ApiError::Engine(EngineError::Store(_)) | ApiError::Overloaded(_)
+            ApiError::Engine(EngineError::Store(_) | EngineError::Overloaded(_)) | ApiError::Overloaded(_)
                 if status == StatusCode::SERVICE_UNAVAILABLE =>
             {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -48,11 +48,26 @@ impl LocalFiles {
                 None => std::iter::once(0..meta.size).collect(),
                 Some(ranges) => ranges
                     .iter()
-                    .map(|r| r.as_range(meta.size))
+                    .map(|r| match r {
+                        // Empty: nothing to read (object_store refuses them as ranges).
+                        GetRange::Bounded(r) if r.is_empty() => Ok(r.start..r.start),
+                        r => r.as_range(meta.size),
+                    })
                     .collect::<Result<_, _>>()
                     .map_err(|e| generic(std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())))?,
             };
             let parts = read_ranges(&file, &ranges).map_err(generic)?;
+            // Shorter than the size just read: the file changed under us.
+            if parts
+                .iter()
+                .zip(&ranges)
+                .any(|(p, r)| p.len() as u64 != r.end - r.start)
+            {
+                return Err(object_store::Error::Precondition {
+                    path: location_string(&path),
+                    source: "the file became shorter while it was read".into(),
+                });
+            }
             Ok((meta, ranges.into_iter().zip(parts).collect()))
         })
         .await
@@ -75,6 +90,10 @@ fn open(path: &std::path::Path) -> object_store::Result<(File, Metadata)> {
         return Err(missing(std::io::Error::new(IsADirectory, "is a directory")));
     }
     Ok((file, metadata))
+}
+
+fn location_string(path: &std::path::Path) -> String {
+    path.display().to_string()
 }
 
 fn generic(source: std::io::Error) -> object_store::Error {
@@ -146,7 +165,12 @@ mod tests {
     #[tokio::test]
     async fn reads_ranges_and_checks_the_version() {
         let (_dir, local, location) = fixture();
-        let ranges = vec![GetRange::Bounded(2..5), GetRange::Suffix(3), GetRange::Bounded(98..200)];
+        let ranges = vec![
+            GetRange::Bounded(2..5),
+            GetRange::Suffix(3),
+            GetRange::Bounded(98..200),
+            GetRange::Bounded(7..7),
+        ];
         let (meta, parts) = local
             .read(location.clone(), Some(ranges), GetOptions::default())
             .await
@@ -157,7 +181,8 @@ mod tests {
             [
                 (2..5, vec![2, 3, 4]),
                 (97..100, vec![97, 98, 99]),
-                (98..100, vec![98, 99])
+                (98..100, vec![98, 99]),
+                (7..7, vec![])
             ]
         );
         let stale = GetOptions {

@@ -103,12 +103,13 @@ impl ZstdCodec {
             }
             Ok::<_, crate::engine::error::Error>(())
         })?;
-        if out.len() != prefix {
+        if out.len() < prefix {
             return Err(corrupt(format!(
                 "zstd decompressed to {} bytes, expected at least {prefix}",
                 out.len()
             )));
         }
+        out.truncate(prefix); // the buffer may have had room for more
         Ok(Some(out))
     }
 }

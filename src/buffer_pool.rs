@@ -95,6 +95,23 @@ pub fn into_bytes(buffer: Vec<u8>) -> Bytes {
     Bytes::from_owner(Pooled(buffer))
 }
 
+/// `data` that keeps `guard` (a permit, say) alive until its last
+/// reference is dropped.
+pub fn holding<G: Send + 'static>(data: Bytes, guard: G) -> Bytes {
+    Bytes::from_owner(Held { data, _guard: guard })
+}
+
+struct Held<G> {
+    data: Bytes,
+    _guard: G,
+}
+
+impl<G> AsRef<[u8]> for Held<G> {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
+    }
+}
+
 struct Pooled(Vec<u8>);
 
 impl AsRef<[u8]> for Pooled {

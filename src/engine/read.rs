@@ -302,18 +302,6 @@ async fn hold_slab_bytes(size: usize) -> Result<Option<tokio::sync::OwnedSemapho
     }
 }
 
-/// A slab's bytes with their share of the slab budget.
-struct HeldSlab {
-    data: Bytes,
-    _held: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl AsRef<[u8]> for HeldSlab {
-    fn as_ref(&self) -> &[u8] {
-        &self.data
-    }
-}
-
 /// Decode `items` (on a blocking thread unless `inline`).
 async fn decode_items(codecs: Arc<CodecChain>, items: Vec<Item>, inline: bool) -> Result<Vec<Decoded>> {
     let work = move || {
@@ -499,7 +487,11 @@ impl Dataset {
             }
         }
         let data = whole.unwrap_or_else(|| buffer_pool::into_bytes(out));
-        Ok((Bytes::from_owner(HeldSlab { data, _held: held }), versions))
+        let data = match held {
+            Some(permit) => buffer_pool::holding(data, permit),
+            None => data,
+        };
+        Ok((data, versions))
     }
 
     /// An unsharded chunk: read whole.

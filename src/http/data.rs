@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use super::format::{json_body, npy_header, Format};
 use super::problem::ApiError;
 use super::AppState;
+use crate::buffer_pool;
 use crate::engine::{Dataset, ReadPlan, Selection, Versions};
 use crate::metrics::Metrics;
 
@@ -170,18 +171,6 @@ const SLAB_BYTES_IN_FLIGHT: u64 = 96 << 20;
 /// A streamed response whose client takes no data for this long is aborted.
 const CLIENT_STALL: Duration = Duration::from_secs(60);
 
-/// A slab's bytes, holding its permit until the frame is dropped.
-struct SlabBuffer {
-    data: Bytes,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl AsRef<[u8]> for SlabBuffer {
-    fn as_ref(&self) -> &[u8] {
-        &self.data
-    }
-}
-
 /// Stream the slabs, reading the next while the previous is written.
 fn stream(
     metrics: Arc<Metrics>,
@@ -208,7 +197,8 @@ fn stream(
                 async move {
                     let slot = slabs.acquire_owned().await.expect("never closed");
                     let (data, _) = dataset.read_slab(plan, slab, Some(versions)).await?;
-                    Ok::<_, crate::engine::Error>(Bytes::from_owner(SlabBuffer { data, _permit: slot }))
+                    // The slot is free again when the server drops the written frame.
+                    Ok::<_, crate::engine::Error>(buffer_pool::holding(data, slot))
                 }
             })
             .buffered(in_flight);

@@ -64,7 +64,7 @@ impl LocalFiles {
                 .any(|(p, r)| p.len() as u64 != r.end - r.start)
             {
                 return Err(object_store::Error::Precondition {
-                    path: location_string(&path),
+                    path: path.display().to_string(),
                     source: "the file became shorter while it was read".into(),
                 });
             }
@@ -90,10 +90,6 @@ fn open(path: &std::path::Path) -> object_store::Result<(File, Metadata)> {
         return Err(missing(std::io::Error::new(IsADirectory, "is a directory")));
     }
     Ok((file, metadata))
-}
-
-fn location_string(path: &std::path::Path) -> String {
-    path.display().to_string()
 }
 
 fn generic(source: std::io::Error) -> object_store::Error {

@@ -223,8 +223,8 @@ impl Store {
     }
 
     /// The last `n` bytes of `key` for a backend without suffix ranges: its
-    /// size from a HEAD, then a bounded read conditional on the HEAD's ETag
-    /// (or on `if_match`), so both requests see the same version.
+    /// size from a HEAD, then a bounded read conditional on `if_match` (or
+    /// on the HEAD's ETag), so both requests see the same version.
     async fn get_suffix_via_head(
         &self,
         key: &str,
@@ -234,11 +234,6 @@ impl Store {
         let Some(info) = self.head(key).await? else {
             return Ok(None);
         };
-        if let (Some(wanted), Some(found)) = (if_match, &info.etag) {
-            if wanted != found {
-                return Err(StoreError::Changed(key.to_string()));
-            }
-        }
         let start = info.size.saturating_sub(n);
         let version = if_match.map(str::to_string).or(info.etag);
         Box::pin(self.get(key, ByteRange::Bounded(start..info.size), version.as_deref())).await

@@ -33,6 +33,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+WRK_DONE_LUA = os.path.join(HERE, "..", "..", "bench", "wrk_done.lua")
 FLOOD_LIMIT = 100_000_000  # bytes: the whole volume (134 MB) is over it, a 64 MiB region under it
 
 
@@ -113,7 +114,7 @@ def wrk(port, duration, conns=64, threads=2, prefix="/v1/datasets/load"):
     cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{duration}s", "--timeout", "10s",
            "-s", os.path.join(HERE, "mix.lua"), f"http://127.0.0.1:{port}"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60,
-                         env=dict(os.environ, LOAD_PREFIX=prefix))
+                         env=dict(os.environ, LOAD_PREFIX=prefix, WRK_DONE_LUA=WRK_DONE_LUA))
     for line in out.stdout.splitlines():
         if line.startswith("WRKJSON "):
             return json.loads(line[len("WRKJSON "):])

@@ -165,15 +165,7 @@ impl CodecChain {
     ///
     /// Errors are [`Error::Corrupt`] without a key; callers attach it.
     pub fn decode(&self, encoded: Bytes) -> Result<Bytes> {
-        let mut bytes = encoded;
-        for (b2b, size) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).rev() {
-            bytes = b2b.decode(bytes, *size)?;
-        }
-        let mut array = self.array_to_bytes.decode(bytes, &self.array_to_bytes_repr)?;
-        for (a2a, repr) in self.array_to_array.iter().rev() {
-            array = a2a.decode(array, repr)?;
-        }
-        Ok(array)
+        self.decode_up_to(encoded, None)
     }
 
     /// The first `prefix` bytes of the decoded chunk (a whole number of
@@ -182,27 +174,48 @@ impl CodecChain {
     /// (verified whole as always). Any other chain decodes the whole chunk
     /// and returns all of it.
     pub fn decode_prefix(&self, encoded: Bytes, prefix: usize) -> Result<Bytes> {
-        let ArrayToBytesCodec::Bytes(bytes_codec) = &self.array_to_bytes else {
-            return self.decode(encoded);
-        };
-        let Some((BytesToBytesCodec::Zstd(zstd), outer)) = self.bytes_to_bytes.split_first() else {
-            return self.decode(encoded);
-        };
-        let full = self.array_to_bytes_repr.size_bytes();
-        if !self.array_to_array.is_empty() || !outer.iter().all(|c| matches!(c, BytesToBytesCodec::Crc32c(_))) {
-            return self.decode(encoded);
-        }
+        self.decode_up_to(encoded, Some(prefix).filter(|_| self.prefix_decodable()))
+    }
+
+    /// Whether the decoded chunk's leading bytes come from the leading
+    /// bytes of one zstd stream: no array->array codec, `bytes`, then `zstd`
+    /// innermost and only `crc32c` outside it.
+    fn prefix_decodable(&self) -> bool {
+        self.array_to_array.is_empty()
+            && matches!(self.array_to_bytes, ArrayToBytesCodec::Bytes(_))
+            && matches!(self.bytes_to_bytes.first(), Some(BytesToBytesCodec::Zstd(_)))
+            && self.bytes_to_bytes[1..]
+                .iter()
+                .all(|c| matches!(c, BytesToBytesCodec::Crc32c(_)))
+    }
+
+    /// Decode, the innermost zstd codec stopping after `prefix` bytes when
+    /// given (and when its frame allows, see [`bytes_to_bytes::zstd::ZstdCodec::decode_prefix`]).
+    fn decode_up_to(&self, encoded: Bytes, prefix: Option<usize>) -> Result<Bytes> {
         let mut bytes = encoded;
-        for (b2b, size) in outer.iter().zip(&self.decoded_sizes[1..]).rev() {
-            bytes = b2b.decode(bytes, *size)?;
+        let mut partial = false;
+        for (i, (b2b, size)) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).enumerate().rev() {
+            bytes = match (b2b, prefix, size) {
+                (BytesToBytesCodec::Zstd(zstd), Some(prefix), Some(full)) if i == 0 => {
+                    match zstd.decode_prefix(&bytes, *full, prefix)? {
+                        Some(part) => {
+                            partial = true;
+                            Bytes::from(part)
+                        }
+                        None => b2b.decode(bytes, *size)?,
+                    }
+                }
+                _ => b2b.decode(bytes, *size)?,
+            };
         }
-        match zstd.decode_prefix(&bytes, full, prefix)? {
-            Some(part) => bytes_codec.decode_prefix(Bytes::from(part), &self.array_to_bytes_repr),
-            None => {
-                let whole = BytesToBytesCodec::Zstd(zstd.clone()).decode(bytes, Some(full))?;
-                bytes_codec.decode(whole, &self.array_to_bytes_repr)
-            }
+        let mut array = match &self.array_to_bytes {
+            ArrayToBytesCodec::Bytes(codec) if partial => codec.decode_prefix(bytes, &self.array_to_bytes_repr)?,
+            a2b => a2b.decode(bytes, &self.array_to_bytes_repr)?,
+        };
+        for (a2a, repr) in self.array_to_array.iter().rev() {
+            array = a2a.decode(array, repr)?;
         }
+        Ok(array)
     }
 }
 

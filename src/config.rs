@@ -66,6 +66,9 @@ pub struct Config {
     pub log_level: String,
     /// Largest decoded response, in bytes (413 above it).
     pub max_response_bytes: u64,
+    /// Largest `binary` or `npy` data response compressed on request;
+    /// larger ones are sent as they are (identity).
+    pub compress_max_bytes: u64,
     /// Time allowed to produce response headers, in seconds.
     pub request_timeout_secs: f64,
     /// Time allowed for one store request, in seconds.
@@ -105,6 +108,7 @@ impl Default for Config {
             log_format: "text".into(),
             log_level: "info".into(),
             max_response_bytes: 2 << 30,
+            compress_max_bytes: 16 << 20,
             request_timeout_secs: 60.0,
             store_timeout_secs: 30.0,
             store_retries: 3,

@@ -590,6 +590,50 @@ async fn bearer_tokens_cors_and_compression() {
     }
 }
 
+/// Data responses up to `compress_max_bytes` compress on request and decode
+/// to the same bytes; larger binary and npy ones are sent as they are, JSON
+/// always compresses.
+#[tokio::test]
+async fn large_numeric_responses_are_not_compressed() {
+    let mut cfg = config();
+    cfg.compress_max_bytes = 1000;
+    let server = Server::start(cfg).await;
+    let fetch = |select: &'static str, format: &'static str| {
+        let url = server.url(&format!(
+            "/v1/datasets/sample/data/temperature?select={select}&format={format}"
+        ));
+        async move {
+            let resp = client()
+                .get(url)
+                .header(header::ACCEPT_ENCODING, "zstd")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+            let coding = resp
+                .headers()
+                .get(header::CONTENT_ENCODING)
+                .map(|v| v.to_str().unwrap().to_string());
+            (coding, resp.bytes().await.unwrap())
+        }
+    };
+    let plain = |select: &'static str| {
+        let url = server.url(&format!("/v1/datasets/sample/data/temperature?select={select}"));
+        async move { client().get(url).send().await.unwrap().bytes().await.unwrap() }
+    };
+    let (coding, small) = fetch("0,0:8,0:8", "binary").await;
+    assert_eq!(coding.as_deref(), Some("zstd"), "a small region compresses");
+    assert_eq!(zstd::decode_all(&small[..]).unwrap(), plain("0,0:8,0:8").await);
+    for format in ["binary", "npy"] {
+        let (coding, large) = fetch("0", format).await;
+        assert_eq!(coding, None, "{format} larger than compress_max_bytes");
+        assert!(large.len() > 1000);
+    }
+    assert_eq!(fetch("0", "binary").await.1, plain("0").await);
+    let (coding, _) = fetch("0", "json").await;
+    assert_eq!(coding.as_deref(), Some("zstd"), "JSON always compresses");
+}
+
 #[tokio::test]
 async fn unknown_routes_and_methods_are_problems() {
     let server = Server::start(config()).await;

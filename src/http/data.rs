@@ -130,9 +130,14 @@ async fn region(
             .body(Body::empty())
             .expect("valid response"));
     }
-    let response = response
+    let mut response = response
         .header(header::CONTENT_TYPE, format.media_type())
         .header(header::CONTENT_LENGTH, length);
+    if format != Format::Json && length > state.compress_max_bytes {
+        // Compressing numbers on the fly is several times slower than
+        // sending them; see `compress_max_bytes`.
+        response = response.extension(super::Uncompressed);
+    }
     let body = match payload {
         _ if method == Method::HEAD => Body::empty(),
         Payload::Whole(bytes) => Body::from(bytes),

@@ -21,7 +21,7 @@ use axum::Router;
 use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
-use tower_http::compression::CompressionLayer;
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 pub use problem::ApiError;
@@ -47,6 +47,7 @@ pub struct AppState {
     caches: Caches,
     metrics: Arc<Metrics>,
     max_response_bytes: u64,
+    compress_max_bytes: u64,
     request_timeout: Duration,
     /// Region reads in flight; bounds the decoded bytes the process holds
     /// under a flood of large requests (others wait, then get 503).
@@ -83,6 +84,7 @@ impl AppState {
             caches,
             metrics: Arc::default(),
             max_response_bytes: config.max_response_bytes,
+            compress_max_bytes: config.compress_max_bytes,
             request_timeout: Duration::from_secs_f64(config.request_timeout_secs),
             reads: Arc::new(Semaphore::new(config.max_concurrent_reads)),
             cors_origins: config.cors_origins.clone(),
@@ -188,17 +190,27 @@ pub(crate) fn strip_coding(etag: &str) -> &str {
         .unwrap_or(inner)
 }
 
-/// Compress on `Accept-Encoding`, but never partial content.
+/// Marks a response that compression must leave as it is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Uncompressed;
+
+/// Compress on `Accept-Encoding` at the fastest level, but never partial
+/// content or responses marked [`Uncompressed`].
 fn compression() -> CompressionLayer<impl Predicate> {
-    let not_ranged =
-        |status: axum::http::StatusCode, _: axum::http::Version, headers: &HeaderMap, _: &axum::http::Extensions| {
-            status != axum::http::StatusCode::PARTIAL_CONTENT && !headers.contains_key(header::CONTENT_RANGE)
-        };
+    let eligible = |status: axum::http::StatusCode,
+                    _: axum::http::Version,
+                    headers: &HeaderMap,
+                    extensions: &axum::http::Extensions| {
+        status != axum::http::StatusCode::PARTIAL_CONTENT
+            && !headers.contains_key(header::CONTENT_RANGE)
+            && extensions.get::<Uncompressed>().is_none()
+    };
     CompressionLayer::new()
         .gzip(true)
         .zstd(true)
         .br(true)
-        .compress_when(DefaultPredicate::new().and(not_ranged))
+        .quality(CompressionLevel::Fastest)
+        .compress_when(DefaultPredicate::new().and(eligible))
 }
 
 fn cors(origins: &[String]) -> CorsLayer {

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -28,6 +28,7 @@ use super::cache::{CachedIndex, ChunkKey};
 use super::codec::array_to_bytes::sharding::{IndexLocation, ShardingCodec};
 use super::codec::CodecChain;
 use super::copy::{copy_block, source_prefix_elements, Block};
+use super::decode_slots::{DecodeSlots, Priority};
 use super::error::{Error, Result};
 use super::hierarchy::{Dataset, Node};
 use super::metadata::ArrayMetadata;
@@ -65,6 +66,14 @@ const CACHEABLE_READ_BYTES: u64 = 4 << 20;
 /// decoded on all cores without a task per tiny chunk.
 const DECODE_BATCH_BYTES: usize = 1 << 20;
 
+/// A chunk is decoded only up to the last element a read needs when that
+/// spares at least this many bytes: a zstd block (the unit a stream stops
+/// at) decodes to up to 128 KiB, so sparing less may save no work at all,
+/// and a one-shot decode is faster per byte than a stream. (Profile of the
+/// bench region: a third of the chunks, those on the far edges of the last
+/// two dimensions, went through the stream to spare 1-3% of each.)
+const PREFIX_SPARES_AT_LEAST: usize = 128 << 10;
+
 /// The store versions (ETags) of every key a read used; `None` = absent.
 pub type Versions = BTreeMap<String, Option<String>>;
 
@@ -83,6 +92,8 @@ pub struct ReadPlan {
     /// The selection is exactly one whole read unit (a tile): its decoded
     /// bytes are the result as they are, with no copy.
     whole_unit: bool,
+    /// Order of planning among all reads (earlier reads decode first).
+    arrival: u64,
 }
 
 impl ReadPlan {
@@ -121,6 +132,7 @@ impl ReadPlan {
                 .iter()
                 .zip(&read_shape)
                 .all(|(d, &n)| d.step == 1 && d.len == n && d.start % n == 0);
+        static ARRIVALS: AtomicU64 = AtomicU64::new(0);
         Ok(Self {
             node,
             dims,
@@ -128,6 +140,7 @@ impl ReadPlan {
             slabs,
             read_shape,
             whole_unit,
+            arrival: ARRIVALS.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -255,21 +268,6 @@ struct Unit {
     spans: Vec<ChunkSpan>,
 }
 
-/// Decoding jobs running at once in the whole process: two per core, so
-/// concurrent reads share the CPU instead of piling up decoded buffers.
-/// One per core left the cores idle a sixth of the time on bulk reads
-/// (each job's end wakes the next through the runtime); two per core keep
-/// a job ready (region 717 -> 850 MB/s in one A/B run).
-fn decoder_slots() -> Arc<Semaphore> {
-    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
-    SLOTS
-        .get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-            Arc::new(Semaphore::new(2 * cores))
-        })
-        .clone()
-}
-
 /// Slab bytes the whole process holds at once (read, being read, or not
 /// yet written to a client): with many large reads at once, memory stays
 /// bounded by this rather than by the number of reads times their slabs.
@@ -302,8 +300,14 @@ async fn hold_slab_bytes(size: usize) -> Result<Option<tokio::sync::OwnedSemapho
     }
 }
 
-/// Decode `items` (on a blocking thread unless `inline`).
-async fn decode_items(codecs: Arc<CodecChain>, items: Vec<Item>, inline: bool) -> Result<Vec<Decoded>> {
+/// Decode `items` (on a blocking thread with a decoding slot of `priority`,
+/// unless `inline`).
+async fn decode_items(
+    codecs: Arc<CodecChain>,
+    items: Vec<Item>,
+    inline: bool,
+    priority: Priority,
+) -> Result<Vec<Decoded>> {
     let work = move || {
         items
             .into_iter()
@@ -312,12 +316,17 @@ async fn decode_items(codecs: Arc<CodecChain>, items: Vec<Item>, inline: bool) -
                     Source::Fill => None,
                     Source::Decoded(bytes) => Some(bytes),
                     // A chunk kept in the cache must be whole; else decode
-                    // no further than the last element the copy reads.
-                    Source::Encoded(bytes) if item.cache_as.is_some() => Some(codecs.decode(bytes)?),
+                    // no further than the last element the copy reads, when
+                    // that spares enough to pay for stopping early.
                     Source::Encoded(bytes) => {
                         let repr = codecs.decoded_repr();
                         let elements = source_prefix_elements(&item.block, &repr.shape);
-                        Some(codecs.decode_prefix(bytes, elements as usize * repr.data_type.size())?)
+                        let prefix = elements as usize * repr.data_type.size();
+                        if item.cache_as.is_some() || repr.size_bytes() - prefix < PREFIX_SPARES_AT_LEAST {
+                            Some(codecs.decode(bytes)?)
+                        } else {
+                            Some(codecs.decode_prefix(bytes, prefix)?)
+                        }
                     }
                 };
                 Ok(Decoded {
@@ -331,10 +340,7 @@ async fn decode_items(codecs: Arc<CodecChain>, items: Vec<Item>, inline: bool) -
     if inline {
         return work();
     }
-    let permit = decoder_slots()
-        .acquire_owned()
-        .await
-        .expect("decoder slots are never closed");
+    let permit = DecodeSlots::global().acquire(priority).await;
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
         work()
@@ -477,7 +483,7 @@ impl Dataset {
                         while items.peek().is_some() {
                             let batch: Vec<Item> = items.by_ref().take(per_batch).collect();
                             let key = fetched.key.clone();
-                            let job = decode_items(fetched.codecs.clone(), batch, inline);
+                            let job = decode_items(fetched.codecs.clone(), batch, inline, (slab as u64, plan.arrival));
                             decoding.push(async move { job.await.map_err(|e| e.at_key(&key)) });
                         }
                         versions.insert(fetched.key, fetched.version);

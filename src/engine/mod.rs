@@ -8,7 +8,7 @@ pub mod chunk_key_encoding;
 pub mod codec;
 pub mod copy;
 pub mod data_type;
-pub mod decode_slots;
+pub mod decode_pool;
 pub mod error;
 pub mod hierarchy;
 pub mod metadata;

@@ -28,7 +28,7 @@ use super::cache::{CachedIndex, ChunkKey};
 use super::codec::array_to_bytes::sharding::{IndexLocation, ShardingCodec};
 use super::codec::CodecChain;
 use super::copy::{copy_block, source_prefix_elements, Block};
-use super::decode_slots::{DecodeSlots, Priority};
+use super::decode_pool::{DecodePool, Priority};
 use super::error::{Error, Result};
 use super::hierarchy::{Dataset, Node};
 use super::metadata::ArrayMetadata;
@@ -300,8 +300,7 @@ async fn hold_slab_bytes(size: usize) -> Result<Option<tokio::sync::OwnedSemapho
     }
 }
 
-/// Decode `items` (on a blocking thread with a decoding slot of `priority`,
-/// unless `inline`).
+/// Decode `items` (on the decoding threads at `priority`, unless `inline`).
 async fn decode_items(
     codecs: Arc<CodecChain>,
     items: Vec<Item>,
@@ -340,13 +339,10 @@ async fn decode_items(
     if inline {
         return work();
     }
-    let permit = DecodeSlots::global().acquire(priority).await;
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        work()
-    })
-    .await
-    .map_err(|e| Error::corrupt("", format!("decoder panicked: {e}")))?
+    DecodePool::global()
+        .run(priority, work)
+        .await
+        .unwrap_or_else(|| Err(Error::corrupt("", "decoder panicked")))
 }
 
 impl Dataset {

@@ -108,16 +108,20 @@ def delta(a, b):
     return out
 
 
-def curl(url, timeout=180, out="/dev/null"):
-    """One GET with curl writing to nowhere; returns time, size, status, Content-Length."""
-    fmt = "%{time_total} %{time_starttransfer} %{size_download} %{http_code} %header{content-length}"
-    p = subprocess.run(["curl", "-s", "-o", out, "--max-time", str(timeout), "-w", fmt, url],
+def curl(url, timeout=180, out="/dev/null", headers=()):
+    """One GET with curl writing to nowhere; returns time, size, status, Content-Length
+    and Content-Encoding."""
+    fmt = "%{time_total} %{time_starttransfer} %{size_download} %{http_code} %header{content-length} " \
+          "ce=%header{content-encoding}"
+    extra = [a for h in headers for a in ("-H", h)]
+    p = subprocess.run(["curl", "-s", "-o", out, "--max-time", str(timeout), "-w", fmt, *extra, url],
                        capture_output=True, text=True, timeout=timeout + 10)
     parts = p.stdout.split()
     r = {"curl_exit": p.returncode}
     if len(parts) >= 4:
         r.update(time_s=float(parts[0]), ttfb_s=float(parts[1]), size=int(parts[2]), status=int(parts[3]),
-                 content_length=int(parts[4]) if len(parts) > 4 and parts[4].isdigit() else None)
+                 content_length=int(parts[4]) if len(parts) > 4 and parts[4].isdigit() else None,
+                 content_encoding=parts[-1][3:] if parts[-1].startswith("ce=") else None)
     return r
 
 
@@ -382,8 +386,11 @@ def main():
         c0 = cpu_seconds(s.p.pid)
         warm += [curl(url) for _ in range(args.n - 1)]
         cpu_warm = (cpu_seconds(s.p.pid) - c0) / max(1, args.n - 1)
+        # What Python requests (and most HTTP libraries) send unasked.
+        accepting = [curl(url, headers=["Accept-Encoding: gzip, deflate"]) for _ in range(args.n)]
         sha, nbytes = curl_sha256(url)
-        res["bulk"] = {"url": url, "cold": cold, "warm": warm, "sha256": sha, "sha_bytes": nbytes,
+        res["bulk"] = {"url": url, "cold": cold, "warm": warm, "accepting_gzip": accepting,
+                       "sha256": sha, "sha_bytes": nbytes,
                        "server_cpu_s_per_warm_request": cpu_warm,
                        "rss_after": s.status()}
         res["economy"] = {"bulk_cold": delta(m0, m1), "bulk_warm": delta(m1, m2)}

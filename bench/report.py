@@ -172,8 +172,9 @@ def render(res):
     m = res.get("machine", {})
     la = max(float(x) for x in m.get("loadavg_at_start", ["0"])[:1] + m.get("loadavg_at_end", ["0"])[:1])
     if la > 0.75 * (m.get("nproc") or 1):
-        odd.insert(0, f"the machine was busy with other work (1-min loadavg up to {la:.1f} on {m.get('nproc')} cores): "
-                      "throughput and latency figures are noisy; CPU per request is the steadier figure")
+        odd.insert(0, f"1-min loadavg up to {la:.1f} on {m.get('nproc')} cores (it counts this benchmark's own "
+                      "clients and servers, and whatever else ran): throughput and latency figures are noisy; "
+                      "CPU per request is the steadier figure")
     if bulk:
         for w in [cold] + bulk.get("warm", []):
             if w.get("status") != 200 or w.get("size") != 134217728 or w.get("content_length") not in (None, w.get("size")):

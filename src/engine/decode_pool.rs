@@ -4,21 +4,31 @@
 //! Decoding is CPU-bound, so more threads than cores only time-slice them
 //! (and thrash their caches), and handing each job to a fresh blocking task
 //! left the cores idle between jobs while the runtime woke the next one
-//! (a sixth of a bulk read with one job per core). Priorities let a
-//! streamed response's earliest slab finish first while its later slabs
-//! fill the gaps, and a small read's only slab overtake the later slabs of
-//! large reads.
+//! (a sixth of a bulk read with one job per core).
+//!
+//! Jobs run in the order of their slab's [`ticket`], taken when the slab
+//! starts: a streamed response's earlier slab finishes first while its next
+//! one fills the gaps (first-come jobs had the two finish together, then
+//! the cores idled while the client took them), and reads share the
+//! decoders first come, first served, slab by slab, so none waits for more
+//! than the slabs already started.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 use tokio::sync::oneshot;
 
-/// Lower runs first: the slab's index within its read, then the read's
-/// arrival; among equals, the order jobs were queued.
-pub type Priority = (u64, u64);
+/// Lower runs first (among equals, the order jobs were queued).
+pub type Priority = u64;
+
+/// The priority of a slab that starts now: later than every slab started before.
+pub fn ticket() -> Priority {
+    static TICKETS: AtomicU64 = AtomicU64::new(0);
+    TICKETS.fetch_add(1, AtomicOrdering::Relaxed)
+}
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -143,14 +153,14 @@ mod tests {
     use std::sync::Arc;
 
     #[tokio::test]
-    async fn jobs_run_lowest_priority_first_then_in_order() {
+    async fn jobs_run_lowest_priority_first_then_in_queue_order() {
         let pool = DecodePool::start(1);
         // Hold the only thread until every job is queued.
         let (release, hold) = mpsc::channel::<()>();
-        let blocker = tokio::spawn(pool.run((0, 0), move || hold.recv().unwrap()));
+        let blocker = tokio::spawn(pool.run(0, move || hold.recv().unwrap()));
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut jobs = Vec::new();
-        for (i, priority) in [(2, 0), (1, 5), (1, 3), (1, 3), (0, 9)].into_iter().enumerate() {
+        for (i, priority) in [9, 5, 3, 3, 1].into_iter().enumerate() {
             let order = order.clone();
             jobs.push(tokio::spawn(pool.run(priority, move || order.lock().unwrap().push(i))));
             tokio::task::yield_now().await; // queued in this order
@@ -169,7 +179,7 @@ mod tests {
     #[tokio::test]
     async fn a_panic_is_none_and_the_thread_goes_on() {
         let pool = DecodePool::start(1);
-        assert_eq!(pool.run((0, 0), || -> u32 { panic!("bad chunk") }).await, None);
-        assert_eq!(pool.run((0, 0), || 7).await, Some(7));
+        assert_eq!(pool.run(0, || -> u32 { panic!("bad chunk") }).await, None);
+        assert_eq!(pool.run(0, || 7).await, Some(7));
     }
 }

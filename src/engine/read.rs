@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -28,7 +28,7 @@ use super::cache::{CachedIndex, ChunkKey};
 use super::codec::array_to_bytes::sharding::{IndexLocation, ShardingCodec};
 use super::codec::CodecChain;
 use super::copy::{copy_block, source_prefix_elements, Block};
-use super::decode_pool::{DecodePool, Priority};
+use super::decode_pool::{self, DecodePool, Priority};
 use super::error::{Error, Result};
 use super::hierarchy::{Dataset, Node};
 use super::metadata::ArrayMetadata;
@@ -92,8 +92,6 @@ pub struct ReadPlan {
     /// The selection is exactly one whole read unit (a tile): its decoded
     /// bytes are the result as they are, with no copy.
     whole_unit: bool,
-    /// Order of planning among all reads (earlier reads decode first).
-    arrival: u64,
 }
 
 impl ReadPlan {
@@ -132,7 +130,6 @@ impl ReadPlan {
                 .iter()
                 .zip(&read_shape)
                 .all(|(d, &n)| d.step == 1 && d.len == n && d.start % n == 0);
-        static ARRIVALS: AtomicU64 = AtomicU64::new(0);
         Ok(Self {
             node,
             dims,
@@ -140,7 +137,6 @@ impl ReadPlan {
             slabs,
             read_shape,
             whole_unit,
-            arrival: ARRIVALS.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -355,12 +351,12 @@ impl Dataset {
     /// Read the whole region into memory.
     pub async fn read_all(&self, plan: &ReadPlan) -> Result<(Bytes, Versions)> {
         if plan.slab_count() == 1 {
-            return self.read_slab(plan, 0, None).await;
+            return self.read_slab(plan, 0, None, decode_pool::ticket()).await;
         }
         let mut out = Vec::with_capacity(plan.output_bytes() as usize);
         let mut versions = Versions::new();
         for slab in 0..plan.slab_count() {
-            let (data, v) = self.read_slab(plan, slab, None).await?;
+            let (data, v) = self.read_slab(plan, slab, None, decode_pool::ticket()).await?;
             out.extend_from_slice(&data);
             versions.extend(v);
         }
@@ -402,7 +398,9 @@ impl Dataset {
     }
 
     /// Read slab `slab` of `plan`: its C-order bytes and the versions used.
-    /// With `pinned`, every key must still have that version.
+    /// With `pinned`, every key must still have that version. Its chunks
+    /// decode after those of slabs with a lower `ticket`
+    /// ([`decode_pool::ticket`], taken when the slab starts).
     ///
     /// Units (chunks or shards) are fetched concurrently; their chunks are
     /// decoded in batches as soon as they arrive, and each batch is copied
@@ -413,6 +411,7 @@ impl Dataset {
         plan: &ReadPlan,
         slab: usize,
         pinned: Option<&Versions>,
+        ticket: Priority,
     ) -> Result<(Bytes, Versions)> {
         let meta = plan.meta();
         let shape = plan.slab_shape(slab);
@@ -479,7 +478,7 @@ impl Dataset {
                         while items.peek().is_some() {
                             let batch: Vec<Item> = items.by_ref().take(per_batch).collect();
                             let key = fetched.key.clone();
-                            let job = decode_items(fetched.codecs.clone(), batch, inline, (slab as u64, plan.arrival));
+                            let job = decode_items(fetched.codecs.clone(), batch, inline, ticket);
                             decoding.push(async move { job.await.map_err(|e| e.at_key(&key)) });
                         }
                         versions.insert(fetched.key, fetched.version);

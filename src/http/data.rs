@@ -23,7 +23,7 @@ use super::format::{json_body, npy_header, Format};
 use super::problem::ApiError;
 use super::AppState;
 use crate::buffer_pool;
-use crate::engine::{Dataset, ReadPlan, Selection, Versions};
+use crate::engine::{decode_pool, Dataset, ReadPlan, Selection, Versions};
 use crate::metrics::Metrics;
 
 /// How long a read waits for a slot before the server answers 503.
@@ -200,10 +200,12 @@ fn stream(
         let mut reads = futures::stream::iter(0..shared.1.slab_count())
             .map(|slab| {
                 let (slabs, shared) = (slabs.clone(), shared.clone());
+                // Taken here, in slab order (spawned tasks may start in any order).
+                let ticket = decode_pool::ticket();
                 AbortOnDrop(tokio::spawn(async move {
                     let slot = slabs.acquire_owned().await.expect("never closed");
                     let (dataset, plan, versions) = &*shared;
-                    let (data, _) = dataset.read_slab(plan, slab, Some(versions)).await?;
+                    let (data, _) = dataset.read_slab(plan, slab, Some(versions), ticket).await?;
                     // The slot is free again when the server drops the written frame.
                     Ok::<_, crate::engine::Error>(buffer_pool::holding(data, slot))
                 }))

@@ -86,7 +86,7 @@ impl Metrics {
         family(
             &mut out,
             "zarr_serve_stream_errors_total",
-            "Responses cut short by an error after they began.",
+            "Responses cut short after they began: an error, or a client that took no data for 60 s.",
             "counter",
             &single(&self.stream_errors),
         );

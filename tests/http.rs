@@ -632,6 +632,15 @@ async fn large_numeric_responses_are_not_compressed() {
     assert_eq!(fetch("0", "binary").await.1, plain("0").await);
     let (coding, _) = fetch("0", "json").await;
     assert_eq!(coding.as_deref(), Some("zstd"), "JSON always compresses");
+    // Without format=, Accept picks the representation: caches must know.
+    let resp = get(&server, "/v1/datasets/sample/data/temperature?select=0").await;
+    let vary: Vec<String> = resp
+        .headers()
+        .get_all(header::VARY)
+        .iter()
+        .flat_map(|v| v.to_str().unwrap().split(',').map(|t| t.trim().to_ascii_lowercase()))
+        .collect();
+    assert!(vary.contains(&"accept".to_string()), "{vary:?}");
 }
 
 #[tokio::test]

@@ -7,7 +7,8 @@
 //! (a sixth of a bulk read with one job per core).
 //!
 //! Jobs run in the order of their slab's [`ticket`], taken when the slab
-//! starts: a streamed response's earlier slab finishes first while its next
+//! gets its turn to be read (a streamed response takes it once the slab
+//! holds one of the response's slots): a streamed response's earlier slab finishes first while its next
 //! one fills the gaps (first-come jobs had the two finish together, then
 //! the cores idled while the client took them), and reads share the
 //! decoders first come, first served, slab by slab, so none waits for more

@@ -123,7 +123,9 @@ async fn region(
                 .collect::<Vec<_>>()
                 .join(","),
         )
-        .header("zarr-data-type", plan.array().data_type.name());
+        .header("zarr-data-type", plan.array().data_type.name())
+        // Without `format=`, the `Accept` header picks the representation.
+        .header(header::VARY, "accept");
     if if_none_match(headers, &etag) {
         return Ok(response
             .status(StatusCode::NOT_MODIFIED)
@@ -173,9 +175,6 @@ fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Bytes {
 /// overlap that bulk reads gain from (a third measured no faster).
 const SLAB_BYTES_IN_FLIGHT: u64 = 96 << 20;
 
-/// A streamed response whose client takes no data for this long is aborted.
-const CLIENT_STALL: Duration = Duration::from_secs(60);
-
 /// Stream the slabs, reading the next while the previous is written.
 fn stream(
     metrics: Arc<Metrics>,
@@ -195,15 +194,20 @@ fn stream(
             return;
         }
         // Each slab is read by a task of its own, so reading goes on while
-        // this task waits for the client to take the previous slab; the
-        // slots bound how many are held.
-        let mut reads = futures::stream::iter(0..shared.1.slab_count())
-            .map(|slab| {
-                let (slabs, shared) = (slabs.clone(), shared.clone());
-                // Taken here, in slab order (spawned tasks may start in any order).
-                let ticket = decode_pool::ticket();
-                AbortOnDrop(tokio::spawn(async move {
+        // this task waits for the client to take the previous slab. Slots
+        // are taken in slab order, and a slab's decoding ticket once it
+        // holds its slot (spawned tasks may start in any order).
+        let reads = futures::stream::iter(0..shared.1.slab_count())
+            .then(|slab| {
+                let slabs = slabs.clone();
+                async move {
                     let slot = slabs.acquire_owned().await.expect("never closed");
+                    (slab, slot, decode_pool::ticket())
+                }
+            })
+            .map(|(slab, slot, ticket)| {
+                let shared = shared.clone();
+                AbortOnDrop(tokio::spawn(async move {
                     let (dataset, plan, versions) = &*shared;
                     let (data, _) = dataset.read_slab(plan, slab, Some(versions), ticket).await?;
                     // The slot is free again when the server drops the written frame.
@@ -211,19 +215,25 @@ fn stream(
                 }))
             })
             .buffered(in_flight);
+        let mut reads = std::pin::pin!(reads);
         let (dataset, plan, _) = &*shared;
-        while let Some(read) = reads.next().await {
+        loop {
+            let read = tokio::select! {
+                // The client went away: stop reading (dropping `reads` aborts them).
+                _ = tx.closed() => return,
+                read = reads.next() => match read {
+                    Some(read) => read,
+                    None => return,
+                },
+            };
             match read {
-                Ok(frame) => match tokio::time::timeout(CLIENT_STALL, tx.send(Ok(frame))).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => return, // the client went away
-                    Err(_) => {
-                        // Free the slabs this stream holds for readers that read.
-                        metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(dataset = %dataset.name, path = %plan.node().path, "client stopped reading; region stream aborted");
+                Ok(frame) => {
+                    // A client that stops reading is cut off by the
+                    // connection's stall guard, which ends this send too.
+                    if tx.send(Ok(frame)).await.is_err() {
                         return;
                     }
-                },
+                }
                 Err(e) => {
                     metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(dataset = %dataset.name, path = %plan.node().path, error = %e, "region stream aborted");

@@ -7,6 +7,7 @@ mod nodes;
 mod ops;
 mod passthrough;
 mod problem;
+mod stall;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -307,6 +308,7 @@ pub async fn serve(
         shutdown.await;
         let _ = stopped_tx.send(());
     };
+    let listener = stall::StallGuardedListener::new(listener, state.metrics.clone());
     let server = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
     let drain_limit = async move {
         let _ = stopped_rx.await;

@@ -39,12 +39,6 @@ pub struct DecodePool {
     ready: Condvar,
 }
 
-impl std::fmt::Debug for DecodePool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DecodePool").finish_non_exhaustive()
-    }
-}
-
 #[derive(Default)]
 struct Queue {
     jobs: BinaryHeap<Reverse<Queued>>,

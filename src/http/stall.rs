@@ -160,7 +160,11 @@ mod tests {
             .expect("a slow reader is not a stall");
         let _theirs = reader.await.unwrap();
         let started = std::time::Instant::now();
-        let err = guarded.write_all(&[7u8; 4096]).await.unwrap_err();
+        // Bounded, so a guard that never fires fails the test instead of hanging it.
+        let err = tokio::time::timeout(Duration::from_secs(5), guarded.write_all(&[7u8; 4096]))
+            .await
+            .expect("the stall ends the write")
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
         assert!(started.elapsed() >= Duration::from_millis(100));
     }

@@ -9,12 +9,14 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{CacheOptions, ReadOptions};
+use crate::buffer_pool::BufferPool;
+use crate::engine::{CacheOptions, ReadOptions, ResourceOptions};
 use crate::storage::StoreOptions;
 
 /// `zarr-serve [PATH] [--config FILE] [--listen ADDR:PORT] [--dataset NAME=URL]...`
@@ -93,6 +95,18 @@ pub struct Config {
     pub read_concurrency: usize,
     /// Region reads in flight at once; more wait (bounds decoded bytes held).
     pub max_concurrent_reads: usize,
+    /// Seconds a region read waits for a slot before it is answered 503.
+    pub read_slot_wait_secs: f64,
+    /// Decoded slab bytes held at once by all reads together.
+    pub slab_budget_bytes: u64,
+    /// Seconds a slab waits for its share of the slab budget before its read fails with 503.
+    pub slab_budget_wait_secs: f64,
+    /// Slab bytes one streamed response holds at once (one or two slabs).
+    pub stream_bytes_in_flight: u64,
+    /// Threads that decode chunks; 0: one per core.
+    pub decode_threads: usize,
+    /// Idle bytes of large buffers kept for reuse.
+    pub buffer_pool_bytes: u64,
     /// Origins allowed by CORS (`*` for any); empty: no CORS headers.
     pub cors_origins: Vec<String>,
     /// Seconds to finish in-flight requests after SIGTERM.
@@ -120,6 +134,12 @@ impl Default for Config {
             coalesce_gap_bytes: None,
             read_concurrency: 8,
             max_concurrent_reads: 16,
+            read_slot_wait_secs: 5.0,
+            slab_budget_bytes: 256 << 20,
+            slab_budget_wait_secs: 10.0,
+            stream_bytes_in_flight: 96 << 20,
+            decode_threads: 0,
+            buffer_pool_bytes: 64 << 20,
             cors_origins: vec![],
             shutdown_grace_secs: 30.0,
             datasets: BTreeMap::new(),
@@ -227,6 +247,8 @@ impl Config {
             ("store_timeout_secs", self.store_timeout_secs),
             ("metadata_ttl_secs", self.metadata_ttl_secs),
             ("shutdown_grace_secs", self.shutdown_grace_secs),
+            ("read_slot_wait_secs", self.read_slot_wait_secs),
+            ("slab_budget_wait_secs", self.slab_budget_wait_secs),
         ] {
             if !(0.0..1e7).contains(&secs) {
                 return Err(format!("invalid {name} {secs}: expected seconds >= 0"));
@@ -241,8 +263,14 @@ impl Config {
                 return Err(format!("invalid {name} 0: expected at least 1"));
             }
         }
-        if self.slab_bytes == 0 {
-            return Err("invalid slab_bytes 0: expected at least 1".into());
+        for (name, n) in [
+            ("slab_bytes", self.slab_bytes),
+            ("slab_budget_bytes", self.slab_budget_bytes),
+            ("stream_bytes_in_flight", self.stream_bytes_in_flight),
+        ] {
+            if n == 0 {
+                return Err(format!("invalid {name} 0: expected at least 1"));
+            }
         }
         for name in self.datasets.keys() {
             if name.is_empty()
@@ -264,31 +292,38 @@ impl Config {
             .map_err(|_| format!("invalid listen address '{}': expected ADDR:PORT", self.listen))
     }
 
-    /// Store limits and options for `dataset`.
-    pub fn store_options(&self, dataset: &DatasetConfig) -> StoreOptions {
+    /// Store limits and options for `dataset`; local files are read into `buffers`.
+    pub fn store_options(&self, dataset: &DatasetConfig, buffers: Arc<BufferPool>) -> StoreOptions {
         StoreOptions {
             timeout: Duration::from_secs_f64(self.store_timeout_secs),
             retries: self.store_retries,
             max_concurrent_requests: self.store_max_concurrent_requests,
-            backend: dataset.options.clone(),
-        }
-    }
-
-    /// Cache sizes.
-    pub fn cache_options(&self) -> CacheOptions {
-        CacheOptions {
-            metadata_ttl: Duration::from_secs_f64(self.metadata_ttl_secs),
-            shard_index_bytes: self.shard_index_cache_bytes,
-            decoded_chunk_bytes: self.decoded_chunk_cache_bytes,
-        }
-    }
-
-    /// Read tuning.
-    pub fn read_options(&self) -> ReadOptions {
-        ReadOptions {
-            slab_bytes: self.slab_bytes,
             coalesce_gap: self.coalesce_gap_bytes,
-            concurrency: self.read_concurrency,
+            backend: dataset.options.clone(),
+            buffers,
+        }
+    }
+
+    /// The sizes of every limit, pool and cache of the process.
+    pub fn resource_options(&self) -> ResourceOptions {
+        ResourceOptions {
+            read: ReadOptions {
+                slab_bytes: self.slab_bytes,
+                concurrency: self.read_concurrency,
+            },
+            caches: CacheOptions {
+                metadata_ttl: Duration::from_secs_f64(self.metadata_ttl_secs),
+                shard_index_bytes: self.shard_index_cache_bytes,
+                decoded_chunk_bytes: self.decoded_chunk_cache_bytes,
+            },
+            max_concurrent_reads: self.max_concurrent_reads,
+            read_slot_wait: Duration::from_secs_f64(self.read_slot_wait_secs),
+            slab_budget_bytes: usize::try_from(self.slab_budget_bytes).unwrap_or(usize::MAX),
+            slab_budget_wait: Duration::from_secs_f64(self.slab_budget_wait_secs),
+            stream_bytes_in_flight: self.stream_bytes_in_flight,
+            decode_threads: self.decode_threads,
+            buffer_pool_bytes: usize::try_from(self.buffer_pool_bytes).unwrap_or(usize::MAX),
+            check_buffer_reuse: false,
         }
     }
 }

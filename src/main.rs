@@ -105,6 +105,23 @@ fn init_logging(config: &Config) {
     } else {
         builder.init();
     }
+    log_panics();
+}
+
+/// Log every panic (a bug: its request is answered 500 "internal" and the
+/// server goes on) as an error with the place it was raised.
+fn log_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let location = info.location().map(|l| l.to_string()).unwrap_or_default();
+        let thread = std::thread::current().name().unwrap_or("unnamed").to_string();
+        tracing::error!(%location, %thread, panic = %message, "panic");
+    }));
 }
 
 async fn shutdown_signal() {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use zarr_serve::engine::{CacheOptions, Caches, Dataset, ReadOptions, Selection};
+use zarr_serve::engine::{CacheOptions, Dataset, ResourceOptions, Resources, Selection};
 use zarr_serve::storage::{Store, StoreOptions};
 
 const EMPTY: u64 = u64::MAX;
@@ -61,7 +61,11 @@ fn expected(values: [Option<u8>; 4], fill: u8) -> Vec<u8> {
 /// A dataset over the local directory `dir` with these caches.
 fn dataset_at(dir: &Path, caches: CacheOptions) -> Dataset {
     let store = Store::open(dir.to_str().unwrap(), &StoreOptions::default()).unwrap();
-    Dataset::new("t", None, store, Caches::new(&caches), ReadOptions::default())
+    let resources = Resources::new(&ResourceOptions {
+        caches,
+        ..ResourceOptions::default()
+    });
+    Dataset::new("t", None, store, std::sync::Arc::new(resources))
 }
 
 async fn read(ds: &Dataset, select: &str) -> Vec<u8> {

@@ -4,10 +4,11 @@
 //! arrays as unsupported. `ZARR_FIXTURES` points at another generated
 //! fixture directory (CI regenerates them from a fresh venv).
 
-use std::path::PathBuf;
-
 use serde_json::Value;
-use zarr_serve::engine::{CacheOptions, Caches, Dataset, Error, ReadOptions, Selection};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use zarr_serve::engine::{CacheOptions, Dataset, Error, ReadOptions, ResourceOptions, Resources, Selection};
 use zarr_serve::storage::{Store, StoreOptions};
 
 fn fixtures() -> PathBuf {
@@ -24,21 +25,33 @@ fn manifest() -> Value {
 /// The fixtures' hierarchy: on local disk, or where `ZARR_FIXTURES_STORE`
 /// says (for example `s3://bucket/interop/data.zarr`, with the endpoint and
 /// credentials in the usual `AWS_*` variables).
-fn fixture_store() -> Store {
+fn fixture_store(options: &StoreOptions) -> Store {
     let location = std::env::var("ZARR_FIXTURES_STORE")
         .unwrap_or_else(|_| fixtures().join("data.zarr").to_string_lossy().into_owned());
-    Store::open(&location, &StoreOptions::default()).unwrap()
+    Store::open(&location, options).unwrap()
 }
 
-fn dataset_with(options: ReadOptions, caches: CacheOptions) -> Dataset {
-    // Reused output buffers start poisoned: a byte a read fails to write
-    // would show as a mismatch, not as a stale or zero byte.
-    zarr_serve::buffer_pool::check_reuse(true);
-    Dataset::new("fixtures", None, fixture_store(), Caches::new(&caches), options)
+/// The fixtures read with these options, caches and range coalescing gap
+/// (remote stores).
+fn dataset_with(read: ReadOptions, caches: CacheOptions, coalesce_gap: Option<u64>) -> Dataset {
+    let resources = Arc::new(Resources::new(&ResourceOptions {
+        read,
+        caches,
+        // Reused output buffers start poisoned: a byte a read fails to write
+        // would show as a mismatch, not as a stale or zero byte.
+        check_buffer_reuse: true,
+        ..ResourceOptions::default()
+    }));
+    let store_options = StoreOptions {
+        coalesce_gap,
+        buffers: resources.buffers(),
+        ..StoreOptions::default()
+    };
+    Dataset::new("fixtures", None, fixture_store(&store_options), resources)
 }
 
 fn dataset(options: ReadOptions) -> Dataset {
-    dataset_with(options, CacheOptions::default())
+    dataset_with(options, CacheOptions::default(), None)
 }
 
 async fn read(ds: &Dataset, path: &str, select: &str) -> Result<(Vec<u64>, Vec<u8>), Error> {
@@ -103,10 +116,9 @@ async fn every_array_matches_with_tiny_slabs_and_other_coalescing() {
     for gap in [0, 1 << 20] {
         let options = ReadOptions {
             slab_bytes: 1,
-            coalesce_gap: Some(gap),
             concurrency: 1,
         };
-        check_all_arrays(&dataset(options)).await;
+        check_all_arrays(&dataset_with(options, CacheOptions::default(), Some(gap))).await;
     }
 }
 
@@ -191,7 +203,7 @@ async fn one_inner_chunk_costs_one_index_and_one_data_request() {
             decoded_chunk_bytes: decoded_cache,
             ..CacheOptions::default()
         };
-        let ds = dataset_with(ReadOptions::default(), caches);
+        let ds = dataset_with(ReadOptions::default(), caches, None);
         let path = "tensorstore/shard_end_crc";
         let node = ds.node(path).await.unwrap();
         let meta = node.array().unwrap();

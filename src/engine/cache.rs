@@ -15,7 +15,7 @@ use std::time::Duration;
 use moka::future::Cache;
 
 use super::codec::array_to_bytes::sharding::ShardIndex;
-use super::hierarchy::Node;
+use super::node::Node;
 
 /// Cache sizes and lifetimes.
 #[derive(Debug, Clone)]
@@ -40,13 +40,11 @@ impl Default for CacheOptions {
 
 /// A decoded shard index with the version of the shard it came from.
 #[derive(Debug)]
-pub struct CachedIndex {
+pub(crate) struct CachedIndex {
     /// The index.
-    pub index: ShardIndex,
+    pub(crate) index: ShardIndex,
     /// The shard's ETag when the index was read.
-    pub etag: Option<String>,
-    /// The shard's size in bytes.
-    pub shard_size: u64,
+    pub(crate) etag: Option<String>,
 }
 
 /// (dataset, key)

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::error::{Error, Result};
-use super::metadata::{name_and_configuration, u64_list};
+use super::json::{name_and_configuration, u64_list};
 
 /// A regular grid: every chunk has `chunk_shape`; edge chunks are stored at full size.
 #[derive(Debug, Clone, PartialEq, Eq)]

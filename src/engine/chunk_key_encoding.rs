@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::error::{Error, Result};
-use super::metadata::name_and_configuration;
+use super::json::name_and_configuration;
 
 /// How chunk grid coordinates become store keys.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! left the cores idle between jobs while the runtime woke the next one
 //! (a sixth of a bulk read with one job per core).
 //!
-//! Jobs run in the order of their slab's [`ticket`], taken when the slab
+//! Jobs run in the order of their slab's ticket ([`crate::engine::resources::Resources::ticket`]), taken when the slab
 //! gets its turn to be read (a streamed response takes it once the slab
 //! holds one of the response's slots): a streamed response's earlier slab finishes first while its next
 //! one fills the gaps (first-come jobs had the two finish together, then
@@ -17,32 +17,40 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 
 use tokio::sync::oneshot;
 
 /// Lower runs first (among equals, the order jobs were queued).
-pub type Priority = u64;
-
-/// The priority of a slab that starts now: later than every slab started before.
-pub fn ticket() -> Priority {
-    static TICKETS: AtomicU64 = AtomicU64::new(0);
-    TICKETS.fetch_add(1, AtomicOrdering::Relaxed)
-}
+pub(crate) type Priority = u64;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// A pool of decoding threads with one priority queue.
-pub struct DecodePool {
+/// A pool of decoding threads with one priority queue. Its threads end
+/// when the pool is dropped, after the jobs already queued.
+#[derive(Debug)]
+pub(crate) struct DecodePool {
+    shared: Arc<Shared>,
+}
+
+/// What the pool's threads share with it.
+#[derive(Default)]
+struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DecodeQueue")
+    }
 }
 
 #[derive(Default)]
 struct Queue {
     jobs: BinaryHeap<Reverse<Queued>>,
     queued: u64,
+    closed: bool,
 }
 
 struct Queued {
@@ -78,51 +86,54 @@ impl Ord for Queued {
 }
 
 impl DecodePool {
-    /// A pool of `threads` threads (at least one), running until the process ends.
-    pub fn start(threads: usize) -> &'static Self {
-        let pool: &'static Self = Box::leak(Box::new(Self {
-            queue: Mutex::new(Queue::default()),
-            ready: Condvar::new(),
-        }));
-        for i in 0..threads.max(1) {
+    /// A pool of `threads` threads (at least one).
+    pub(crate) fn start(threads: usize) -> Self {
+        let shared = Arc::new(Shared::default());
+        let threads = threads.max(1);
+        for i in 0..threads {
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("zarr-decode-{i}"))
-                .spawn(move || pool.work())
+                .spawn(move || shared.work())
                 .expect("start a decoding thread");
         }
-        pool
-    }
-
-    /// The process's pool: one thread per core.
-    pub fn global() -> &'static Self {
-        static POOL: OnceLock<&'static DecodePool> = OnceLock::new();
-        POOL.get_or_init(|| Self::start(std::thread::available_parallelism().map_or(2, |n| n.get())))
+        Self { shared }
     }
 
     /// Run `f` on a pool thread after every queued job of lower priority;
-    /// `None` if it panicked. A job whose caller has gone (its future was
-    /// dropped) is skipped.
-    pub async fn run<T: Send + 'static>(
+    /// `Err` with the panic's message if it panicked (the panic hook has
+    /// logged where). A job whose caller has gone (its future was dropped)
+    /// is skipped.
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         priority: Priority,
         f: impl FnOnce() -> T + Send + 'static,
-    ) -> Option<T> {
+    ) -> Result<T, String> {
         let (done, result) = oneshot::channel();
         let job: Job = Box::new(move || {
             if !done.is_closed() {
-                let _ = done.send(f());
+                let _ = done.send(catch_unwind(AssertUnwindSafe(f)).map_err(panic_message));
             }
         });
         {
-            let mut queue = self.queue.lock().expect("decode queue lock");
+            let mut queue = self.shared.queue.lock().expect("decode queue lock");
             queue.queued += 1;
             let order = queue.queued;
             queue.jobs.push(Reverse(Queued { priority, order, job }));
         }
-        self.ready.notify_one();
-        result.await.ok()
+        self.shared.ready.notify_one();
+        result.await.unwrap_or_else(|_| Err("the decoding pool stopped".into()))
     }
+}
 
+impl Drop for DecodePool {
+    fn drop(&mut self) {
+        self.shared.queue.lock().expect("decode queue lock").closed = true;
+        self.shared.ready.notify_all();
+    }
+}
+
+impl Shared {
     fn work(&self) {
         loop {
             let job = {
@@ -131,13 +142,22 @@ impl DecodePool {
                     if let Some(Reverse(queued)) = queue.jobs.pop() {
                         break queued.job;
                     }
+                    if queue.closed {
+                        return;
+                    }
                     queue = self.ready.wait(queue).expect("decode queue lock");
                 }
             };
-            // A panicking job drops its sender (its caller sees `None`);
-            // the thread goes on with the next.
-            let _ = catch_unwind(AssertUnwindSafe(job));
+            job();
         }
+    }
+}
+
+/// The message a panic was raised with.
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(message) => *message,
+        Err(payload) => payload.downcast_ref::<&str>().map_or("a panic", |m| m).to_string(),
     }
 }
 
@@ -145,22 +165,24 @@ impl DecodePool {
 mod tests {
     use super::*;
     use std::sync::mpsc;
-    use std::sync::Arc;
 
     #[tokio::test]
     async fn jobs_run_lowest_priority_first_then_in_queue_order() {
-        let pool = DecodePool::start(1);
+        let pool = Arc::new(DecodePool::start(1));
         // Hold the only thread until every job is queued.
         let (release, hold) = mpsc::channel::<()>();
-        let blocker = tokio::spawn(pool.run(0, move || hold.recv().unwrap()));
+        let p = pool.clone();
+        let blocker = tokio::spawn(async move { p.run(0, move || hold.recv().unwrap()).await });
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut jobs = Vec::new();
         for (i, priority) in [9, 5, 3, 3, 1].into_iter().enumerate() {
-            let order = order.clone();
-            jobs.push(tokio::spawn(pool.run(priority, move || order.lock().unwrap().push(i))));
+            let (order, p) = (order.clone(), pool.clone());
+            jobs.push(tokio::spawn(async move {
+                p.run(priority, move || order.lock().unwrap().push(i)).await
+            }));
             tokio::task::yield_now().await; // queued in this order
         }
-        while pool.queue.lock().unwrap().jobs.len() < 5 {
+        while pool.shared.queue.lock().unwrap().jobs.len() < 5 {
             tokio::task::yield_now().await;
         }
         release.send(()).unwrap();
@@ -172,9 +194,24 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_panic_is_none_and_the_thread_goes_on() {
+    async fn a_panic_is_its_message_and_the_thread_goes_on() {
         let pool = DecodePool::start(1);
-        assert_eq!(pool.run(0, || -> u32 { panic!("bad chunk") }).await, None);
-        assert_eq!(pool.run(0, || 7).await, Some(7));
+        let result = pool.run(0, || -> u32 { panic!("bad chunk {}", 7) }).await;
+        assert_eq!(result, Err("bad chunk 7".to_string()));
+        assert_eq!(pool.run(0, || 7).await, Ok(7));
+    }
+
+    #[test]
+    fn threads_end_when_the_pool_is_dropped() {
+        let pool = DecodePool::start(2);
+        let shared = Arc::downgrade(&pool.shared);
+        drop(pool);
+        for _ in 0..200 {
+            if shared.strong_count() == 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("decoding threads still hold the queue 2 s after the pool was dropped");
     }
 }

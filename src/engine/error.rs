@@ -9,7 +9,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// The HTTP layer maps each variant to exactly one status code; keep the
 /// variants to what callers need to tell apart.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A node or key does not exist.
@@ -35,6 +35,9 @@ pub enum Error {
     /// The process is at one of its limits (memory for decoded data); retry later.
     #[error("{0}")]
     Overloaded(String),
+    /// A bug: code that should not fail did (a panic while decoding, say).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {

@@ -9,57 +9,11 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-use super::cache::Caches;
 use super::error::{Error, Result};
-use super::metadata::{ArrayMetadata, NodeMetadata};
-use super::read::ReadOptions;
+use super::metadata::NodeMetadata;
+use super::node::Node;
+use super::resources::Resources;
 use crate::storage::{join, validate_key, ByteRange, Store};
-
-/// A node of the hierarchy.
-#[derive(Debug)]
-pub struct Node {
-    /// Path without the leading `/` (`""` for the root).
-    pub path: String,
-    /// Its metadata; `None` for an implicit group.
-    pub metadata: Option<NodeMetadata>,
-    /// The ETag of its `zarr.json`.
-    pub etag: Option<String>,
-    /// A rendering of this node kept by the server for as long as the node
-    /// is cached (the metadata TTL), so it is built once, not per request.
-    pub rendered: tokio::sync::OnceCell<bytes::Bytes>,
-}
-
-impl Node {
-    /// `"array"` or `"group"`.
-    pub fn node_type(&self) -> &'static str {
-        match self.metadata {
-            Some(NodeMetadata::Array { .. }) => "array",
-            _ => "group",
-        }
-    }
-
-    /// The readable array at this node, or why there is none.
-    pub fn array(&self) -> Result<&ArrayMetadata> {
-        match &self.metadata {
-            Some(NodeMetadata::Array { parsed: Ok(meta), .. }) => Ok(meta),
-            Some(NodeMetadata::Array {
-                parsed: Err(reason), ..
-            }) => Err(unreadable(reason, &self.path)),
-            _ => Err(Error::InvalidRequest(format!(
-                "node '/{}' is a group, not an array",
-                self.path
-            ))),
-        }
-    }
-}
-
-/// Parsing kept the reason as text; classify it back for the caller.
-fn unreadable(reason: &str, path: &str) -> Error {
-    match reason.strip_prefix("unsupported: ") {
-        Some(what) => Error::Unsupported(format!("array '/{path}': {what}")),
-        None => Error::corrupt(join(path, "zarr.json"), reason.to_string()),
-    }
-}
 
 /// A child entry of a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,31 +34,29 @@ pub struct Dataset {
     /// Human description.
     pub description: Option<String>,
     pub(crate) store: Store,
-    pub(crate) caches: Caches,
-    pub(crate) read_options: ReadOptions,
+    /// The process's limits, pools and caches, shared by all datasets.
+    pub(crate) resources: Arc<Resources>,
 }
 
 impl Dataset {
-    /// A dataset over `store` using the shared `caches`.
-    pub fn new(
-        name: &str,
-        description: Option<String>,
-        store: Store,
-        caches: Caches,
-        read_options: ReadOptions,
-    ) -> Self {
+    /// A dataset over `store` using the process's shared `resources`.
+    pub fn new(name: &str, description: Option<String>, store: Store, resources: Arc<Resources>) -> Self {
         Self {
             name: name.into(),
             description,
             store,
-            caches,
-            read_options,
+            resources,
         }
     }
 
     /// The dataset's store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The process's limits, pools and caches this dataset reads with.
+    pub fn resources(&self) -> &Resources {
+        &self.resources
     }
 
     /// Normalise a node path from a URL (`/a/b`, `a/b/`, `""`) and validate it.
@@ -118,13 +70,13 @@ impl Dataset {
     pub async fn node(&self, path: &str) -> Result<Arc<Node>> {
         let path = Self::node_path(path)?;
         let key = (self.name.clone(), path.clone());
-        if let Some(node) = self.caches.nodes.get(&key).await {
-            self.caches.node_stats.hits.fetch_add(1, Ordering::Relaxed);
+        if let Some(node) = self.resources.caches.nodes.get(&key).await {
+            self.resources.caches.node_stats.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(node);
         }
-        self.caches.node_stats.misses.fetch_add(1, Ordering::Relaxed);
+        self.resources.caches.node_stats.misses.fetch_add(1, Ordering::Relaxed);
         let node = Arc::new(self.load_node(&path).await?);
-        self.caches.nodes.insert(key, node.clone()).await;
+        self.resources.caches.nodes.insert(key, node.clone()).await;
         Ok(node)
     }
 

@@ -14,6 +14,7 @@ use super::chunk_key_encoding::ChunkKeyEncoding;
 use super::codec::CodecChain;
 use super::data_type::DataType;
 use super::error::{corrupt, Error, Result};
+use super::json::u64_list;
 
 /// The parsed `zarr.json` of a node, with the document kept verbatim.
 #[derive(Debug, Clone)]
@@ -23,7 +24,7 @@ pub enum NodeMetadata {
         /// `zarr.json` verbatim.
         raw: Value,
         /// The validated metadata, or why the array is unreadable.
-        parsed: std::result::Result<Box<ArrayMetadata>, String>,
+        parsed: Result<Box<ArrayMetadata>>,
     },
     /// A group.
     Group {
@@ -51,7 +52,7 @@ impl NodeMetadata {
         match obj.get("node_type").and_then(Value::as_str) {
             Some("group") => Ok(NodeMetadata::Group { raw }),
             Some("array") => {
-                let parsed = ArrayMetadata::from_json(&raw).map(Box::new).map_err(|e| e.to_string());
+                let parsed = ArrayMetadata::from_json(&raw).map(Box::new);
                 Ok(NodeMetadata::Array { raw, parsed })
             }
             _ => Err(Error::corrupt(
@@ -181,41 +182,6 @@ fn dimension_names(value: &Value, rank: usize) -> Result<Vec<Option<String>>> {
         .collect()
 }
 
-/// A list of non-negative integers, naming `field` in the error.
-pub(crate) fn u64_list(value: &Value, field: &str) -> Result<Vec<u64>> {
-    let bad = || corrupt(format!("{field} {value} is not a list of non-negative integers"));
-    value
-        .as_array()
-        .ok_or_else(bad)?
-        .iter()
-        .map(|v| v.as_u64().ok_or_else(bad))
-        .collect()
-}
-
-/// The `name` and `configuration` of an extension point (`chunk_grid`,
-/// `chunk_key_encoding`, a codec), given either as an object or a bare name.
-pub(crate) fn name_and_configuration<'a>(
-    value: &'a Value,
-    field: &str,
-) -> Result<(&'a str, Option<&'a Map<String, Value>>)> {
-    match value {
-        Value::String(name) => Ok((name, None)),
-        Value::Object(obj) => {
-            let name = obj
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| corrupt(format!("{field} {value} has no name")))?;
-            let config = match obj.get("configuration") {
-                None | Some(Value::Null) => None,
-                Some(Value::Object(c)) => Some(c),
-                Some(other) => return Err(corrupt(format!("{field} configuration {other} is not an object"))),
-            };
-            Ok((name, config))
-        }
-        other => Err(corrupt(format!("{field} {other} is neither a name nor an object"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,7 +202,7 @@ mod tests {
 
     fn reason(v: Value) -> String {
         match NodeMetadata::parse(&serde_json::to_vec(&v).unwrap(), "a/zarr.json").unwrap() {
-            NodeMetadata::Array { parsed: Err(r), .. } => r,
+            NodeMetadata::Array { parsed: Err(r), .. } => r.to_string(),
             NodeMetadata::Array { parsed: Ok(_), .. } => String::new(),
             NodeMetadata::Group { .. } => panic!("group"),
         }

@@ -1,24 +1,48 @@
-//! The Zarr v3 engine: metadata, data types, chunk grid and keys, codecs,
-//! sharding, selections and read planning. It knows nothing of HTTP and
-//! reaches storage only through [`crate::storage::Store`].
+//! The Zarr engine: metadata, data types, chunk grid and keys, codecs,
+//! sharding, selections, read planning and region reads. It knows nothing
+//! of HTTP and reaches storage only through [`crate::storage::Store`].
+//!
+//! # Layout
+//! Each module depends only on those listed before it:
+//! - [`error`]: the engine's error enum;
+//! - `json`: reading extension points out of `zarr.json`;
+//! - [`data_type`], [`chunk_grid`], [`chunk_key_encoding`], [`codec`] (the
+//!   spec's three codec kinds, one module per codec, sharding included),
+//!   `copy` (strided block copies between C-order buffers);
+//! - [`metadata`]: `zarr.json` parsed and validated; [`node`]: a node with
+//!   its metadata; [`selection`]: NumPy basic indexing;
+//! - [`plan`]: which chunks a selection touches and how the result is cut
+//!   into slabs;
+//! - `cache`, `decode_pool` and [`resources`]: every limit, pool and cache
+//!   of the process, built once from config;
+//! - [`hierarchy`]: datasets, opening nodes, listing children;
+//! - [`read`]: fetching, the sharding partial decoder, slab assembly and
+//!   slab streams.
 
-pub mod cache;
+mod cache;
 pub mod chunk_grid;
 pub mod chunk_key_encoding;
 pub mod codec;
 pub mod copy;
 pub mod data_type;
-pub mod decode_pool;
+mod decode_pool;
 pub mod error;
 pub mod hierarchy;
+mod json;
 pub mod metadata;
+pub mod node;
+pub mod plan;
 pub mod read;
+pub mod resources;
 pub mod selection;
 
-pub use cache::{CacheOptions, Caches};
+pub use cache::{CacheOptions, CacheStats, Caches};
 pub use data_type::DataType;
 pub use error::{Error, Result};
-pub use hierarchy::{Child, Dataset, Node};
+pub use hierarchy::{Child, Dataset};
 pub use metadata::{ArrayMetadata, NodeMetadata};
-pub use read::{ReadOptions, ReadPlan, Versions};
+pub use node::Node;
+pub use plan::{ReadOptions, ReadPlan};
+pub use read::Versions;
+pub use resources::{ResourceOptions, Resources};
 pub use selection::Selection;

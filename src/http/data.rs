@@ -9,7 +9,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
@@ -22,12 +21,8 @@ use sha2::{Digest, Sha256};
 use super::format::{json_body, npy_header, Format};
 use super::problem::ApiError;
 use super::AppState;
-use crate::buffer_pool;
-use crate::engine::{decode_pool, Dataset, ReadPlan, Selection, Versions};
+use crate::engine::{Dataset, ReadPlan, Selection, Versions};
 use crate::metrics::Metrics;
-
-/// How long a read waits for a slot before the server answers 503.
-const READ_SLOT_WAIT: Duration = Duration::from_secs(5);
 
 /// `/v1/datasets/{ds}/data`: the root node.
 pub(super) async fn read_root(
@@ -90,13 +85,9 @@ async fn region(
             limit: state.max_response_bytes,
         });
     }
-    let permit = tokio::time::timeout(READ_SLOT_WAIT, state.reads.clone().acquire_owned())
-        .await
-        .map_err(|_| {
-            state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
-            ApiError::Overloaded("too many region reads in flight; retry shortly".into())
-        })?
-        .expect("read semaphore is never closed");
+    let permit = dataset.resources().admit_read().await.inspect_err(|_| {
+        state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+    })?;
     let (payload, length, versions) = if format != Format::Json && plan.slab_count() > 1 {
         let versions = dataset.read_versions(&plan).await?;
         let prefix = if format == Format::Npy {
@@ -167,15 +158,8 @@ fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Bytes {
     }
 }
 
-/// Slab bytes a streamed response may hold at once. Two slabs in flight (one
-/// written while the next is read) when they fit, else one: a slab's permit
-/// is released only when the server drops the written frame, so memory stays
-/// within this however fast the reads are. Measured: two 64 MiB slabs of the
-/// 1 GiB benchmark volume peaked at 247-265 MiB RSS; 16 MiB slabs keep the
-/// overlap that bulk reads gain from (a third measured no faster).
-const SLAB_BYTES_IN_FLIGHT: u64 = 96 << 20;
-
-/// Stream the slabs, reading the next while the previous is written.
+/// Stream the slabs after `prefix`, reading the next while the previous
+/// is written.
 fn stream(
     metrics: Arc<Metrics>,
     dataset: Dataset,
@@ -185,43 +169,19 @@ fn stream(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
-    let in_flight = (SLAB_BYTES_IN_FLIGHT / plan.max_slab_bytes().max(1)).clamp(1, 2) as usize;
-    let slabs = Arc::new(tokio::sync::Semaphore::new(in_flight));
-    let shared = Arc::new((dataset, plan, versions));
+    let (name, path) = (dataset.name.clone(), plan.node().path.clone());
+    let slabs = dataset.slab_stream(plan, versions);
     tokio::spawn(async move {
         let _permit = permit;
         if !prefix.is_empty() && tx.send(Ok(Bytes::from(prefix))).await.is_err() {
             return;
         }
-        // Each slab is read by a task of its own, so reading goes on while
-        // this task waits for the client to take the previous slab. Slots
-        // are taken in slab order, and a slab's decoding ticket once it
-        // holds its slot (spawned tasks may start in any order).
-        let reads = futures::stream::iter(0..shared.1.slab_count())
-            .then(|slab| {
-                let slabs = slabs.clone();
-                async move {
-                    let slot = slabs.acquire_owned().await.expect("never closed");
-                    (slab, slot, decode_pool::ticket())
-                }
-            })
-            .map(|(slab, slot, ticket)| {
-                let shared = shared.clone();
-                AbortOnDrop(tokio::spawn(async move {
-                    let (dataset, plan, versions) = &*shared;
-                    let (data, _) = dataset.read_slab(plan, slab, Some(versions), ticket).await?;
-                    // The slot is free again when the server drops the written frame.
-                    Ok::<_, crate::engine::Error>(buffer_pool::holding(data, slot))
-                }))
-            })
-            .buffered(in_flight);
-        let mut reads = std::pin::pin!(reads);
-        let (dataset, plan, _) = &*shared;
+        let mut slabs = std::pin::pin!(slabs);
         loop {
             let read = tokio::select! {
-                // The client went away: stop reading (dropping `reads` aborts them).
+                // The client went away: stop reading (dropping `slabs` aborts them).
                 _ = tx.closed() => return,
-                read = reads.next() => match read {
+                read = slabs.next() => match read {
                     Some(read) => read,
                     None => return,
                 },
@@ -236,7 +196,7 @@ fn stream(
                 }
                 Err(e) => {
                     metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(dataset = %dataset.name, path = %plan.node().path, error = %e, "region stream aborted");
+                    tracing::error!(dataset = %name, path = %path, error = %e, "region stream aborted");
                     let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
                     return;
                 }
@@ -244,26 +204,6 @@ fn stream(
         }
     });
     Body::from_stream(tokio_stream(rx))
-}
-
-/// A spawned slab read, cancelled when the stream drops it (the client went
-/// away or an earlier slab failed).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<crate::engine::Result<T>>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl<T> std::future::Future for AbortOnDrop<T> {
-    type Output = crate::engine::Result<T>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| {
-            joined.unwrap_or_else(|e| Err(crate::engine::Error::corrupt("", format!("slab read failed: {e}"))))
-        })
-    }
 }
 
 fn tokio_stream(

@@ -19,7 +19,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 use tower_http::compression::{CompressionLayer, CompressionLevel};
@@ -28,7 +27,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 pub use problem::ApiError;
 
 use crate::config::Config;
-use crate::engine::{Caches, Dataset};
+use crate::engine::{Dataset, Resources};
 use crate::metrics::Metrics;
 use crate::storage::Store;
 
@@ -45,14 +44,12 @@ pub struct ServedDataset {
 #[derive(Debug)]
 pub struct AppState {
     datasets: BTreeMap<String, ServedDataset>,
-    caches: Caches,
+    /// The process's limits, pools and caches (shared with every dataset).
+    resources: Arc<Resources>,
     metrics: Arc<Metrics>,
     max_response_bytes: u64,
     compress_max_bytes: u64,
     request_timeout: Duration,
-    /// Region reads in flight; bounds the decoded bytes the process holds
-    /// under a flood of large requests (others wait, then get 503).
-    reads: Arc<Semaphore>,
     cors_origins: Vec<String>,
 }
 
@@ -60,18 +57,12 @@ impl AppState {
     /// Build the state from a validated config: opens every dataset's store
     /// (without contacting it: readiness checks that).
     pub fn from_config(config: &Config) -> Result<Arc<Self>, String> {
-        let caches = Caches::new(&config.cache_options());
+        let resources = Arc::new(Resources::new(&config.resource_options()));
         let mut datasets = BTreeMap::new();
         for (name, ds) in &config.datasets {
-            let store =
-                Store::open(&ds.url, &config.store_options(ds)).map_err(|e| format!("dataset '{name}': {e}"))?;
-            let dataset = Dataset::new(
-                name,
-                ds.description.clone(),
-                store,
-                caches.clone(),
-                config.read_options(),
-            );
+            let options = config.store_options(ds, resources.buffers());
+            let store = Store::open(&ds.url, &options).map_err(|e| format!("dataset '{name}': {e}"))?;
+            let dataset = Dataset::new(name, ds.description.clone(), store, resources.clone());
             datasets.insert(
                 name.clone(),
                 ServedDataset {
@@ -82,12 +73,11 @@ impl AppState {
         }
         Ok(Arc::new(Self {
             datasets,
-            caches,
+            resources,
             metrics: Arc::default(),
             max_response_bytes: config.max_response_bytes,
             compress_max_bytes: config.compress_max_bytes,
             request_timeout: Duration::from_secs_f64(config.request_timeout_secs),
-            reads: Arc::new(Semaphore::new(config.max_concurrent_reads)),
             cors_origins: config.cors_origins.clone(),
         }))
     }

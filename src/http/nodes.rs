@@ -85,7 +85,11 @@ fn display_path(path: &str) -> String {
     format!("/{path}")
 }
 
-fn array_document(node: &Node, raw: &Value, parsed: Result<&crate::engine::ArrayMetadata, &String>) -> Value {
+fn array_document(
+    node: &Node,
+    raw: &Value,
+    parsed: Result<&crate::engine::ArrayMetadata, &crate::engine::Error>,
+) -> Value {
     let rank = raw["shape"].as_array().map_or(0, Vec::len);
     let chunk_shape = match parsed {
         Ok(m) => json!(m.chunk_grid.chunk_shape),
@@ -122,7 +126,7 @@ fn array_document(node: &Node, raw: &Value, parsed: Result<&crate::engine::Array
         "metadata": raw,
     });
     if let Err(reason) = parsed {
-        doc["unreadable_reason"] = json!(reason);
+        doc["unreadable_reason"] = json!(reason.to_string());
     }
     doc
 }

@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use super::AppState;
 use std::sync::atomic::AtomicU64;
 
-use crate::engine::cache::CacheStats;
+use crate::engine::CacheStats;
 use crate::metrics::{escape, family};
 use crate::storage::StoreStats;
 
@@ -78,7 +78,7 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResp
         for (name, help, get) in store_families {
             family(out, name, help, "counter", &per_dataset(get));
         }
-        let report = state.caches.report();
+        let report = state.resources.caches().report();
         let per_cache = |get: &dyn Fn(&CacheReport) -> u64| -> Vec<(String, u64)> {
             report.iter().map(|r| (format!("cache=\"{}\"", r.0), get(r))).collect()
         };

@@ -17,17 +17,19 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectMeta};
 
-use crate::buffer_pool;
+use crate::buffer_pool::BufferPool;
 
 /// The local file system under a dataset's store.
 #[derive(Debug, Clone)]
 pub(super) struct LocalFiles {
     fs: Arc<LocalFileSystem>,
+    /// Where reads get their buffers.
+    buffers: Arc<BufferPool>,
 }
 
 impl LocalFiles {
-    pub(super) fn new(fs: Arc<LocalFileSystem>) -> Self {
-        Self { fs }
+    pub(super) fn new(fs: Arc<LocalFileSystem>, buffers: Arc<BufferPool>) -> Self {
+        Self { fs, buffers }
     }
 
     /// Read `ranges` (`None`: the whole file) of `location` if it matches
@@ -40,6 +42,7 @@ impl LocalFiles {
         options: GetOptions,
     ) -> object_store::Result<(ObjectMeta, Vec<(Range<u64>, Bytes)>)> {
         let path = self.fs.path_to_filesystem(&location)?;
+        let buffers = self.buffers.clone();
         tokio::task::spawn_blocking(move || {
             let (file, metadata) = open(&path)?;
             let meta = object_meta(location, &metadata);
@@ -56,7 +59,7 @@ impl LocalFiles {
                     .collect::<Result<_, _>>()
                     .map_err(|e| generic(std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())))?,
             };
-            let parts = read_ranges(&file, &ranges).map_err(generic)?;
+            let parts = read_ranges(&file, &ranges, &buffers).map_err(generic)?;
             // Shorter than the size just read: the file changed under us.
             if parts
                 .iter()
@@ -121,9 +124,9 @@ fn object_meta(location: Path, metadata: &Metadata) -> ObjectMeta {
 
 /// Read `ranges` of `file` into one buffer (without zeroing it first) and
 /// slice it; a range past the end of the file comes back short.
-fn read_ranges(file: &File, ranges: &[Range<u64>]) -> std::io::Result<Vec<Bytes>> {
+fn read_ranges(file: &File, ranges: &[Range<u64>], buffers: &Arc<BufferPool>) -> std::io::Result<Vec<Bytes>> {
     let total: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-    let mut buffer = buffer_pool::take_empty(total as usize);
+    let mut buffer = buffers.take_empty(total as usize);
     let mut reader = file;
     let mut bounds = Vec::with_capacity(ranges.len());
     for range in ranges {
@@ -132,7 +135,7 @@ fn read_ranges(file: &File, ranges: &[Range<u64>]) -> std::io::Result<Vec<Bytes>
         reader.take(range.end - range.start).read_to_end(&mut buffer)?;
         bounds.push(start..buffer.len());
     }
-    let buffer = buffer_pool::into_bytes(buffer);
+    let buffer = BufferPool::into_bytes(buffers, buffer);
     Ok(bounds.into_iter().map(|b| buffer.slice(b)).collect())
 }
 
@@ -146,7 +149,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("shard"), (0u8..100).collect::<Vec<_>>()).unwrap();
         let location = Path::from_absolute_path(dir.path().join("shard")).unwrap();
-        (dir, LocalFiles::new(Arc::new(LocalFileSystem::new())), location)
+        (
+            dir,
+            LocalFiles::new(Arc::new(LocalFileSystem::new()), Arc::default()),
+            location,
+        )
     }
 
     #[tokio::test]

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::future::try_join_all;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::sync::Semaphore;
@@ -111,6 +110,8 @@ pub struct Store {
     /// Whether the backend reads "the last n bytes" (Azure Blob does not:
     /// such reads become a HEAD and a bounded range).
     suffix_ranges: bool,
+    /// See [`StoreOptions::coalesce_gap`].
+    coalesce_gap: Option<u64>,
 }
 
 impl Store {
@@ -124,19 +125,16 @@ impl Store {
             timeout: options.timeout,
             local: None,
             suffix_ranges: true,
+            coalesce_gap: options.coalesce_gap,
         }
     }
 
-    /// Byte ranges of one object closer than this are best fetched in one
-    /// request: none for local files (a request is a cheap read, and reading
-    /// the gap costs copies), 256 KiB for remote stores (a request costs more
-    /// than that much transfer).
-    pub fn coalesce_gap(&self) -> u64 {
-        if self.local.is_some() {
-            0
-        } else {
-            256 << 10
-        }
+    /// Byte ranges of one object closer than this are fetched in one
+    /// request: the configured gap, else 256 KiB (a request to a remote
+    /// store costs more than that much transfer). Local files are always
+    /// read range by range (reading a gap only costs copies).
+    fn coalesce_gap(&self) -> u64 {
+        self.coalesce_gap.unwrap_or(256 << 10)
     }
 
     /// Whether the backend reads the last n bytes of an object in one
@@ -248,10 +246,12 @@ impl Store {
         }))
     }
 
-    /// Read several ranges of `key`, all conditional on `if_match`. `None`
-    /// when the object is missing. A local file is opened once and its
-    /// ranges read on one blocking thread; other stores get one ranged
-    /// request per range, concurrently.
+    /// Read several ranges of `key`, all conditional on `if_match`, one
+    /// `Bytes` per range in the order asked. `None` when the object is
+    /// missing. A range the object does not fully cover comes back short.
+    /// A local file is opened once and its ranges read on one blocking
+    /// thread; other stores get one request per group of ranges closer than
+    /// [`StoreOptions::coalesce_gap`] (object_store's `coalesce_ranges`).
     pub async fn get_ranges(
         &self,
         key: &str,
@@ -261,11 +261,27 @@ impl Store {
         if let Some(local) = &self.local {
             return self.get_local_ranges(local, key, ranges, if_match).await;
         }
-        let reads = ranges
-            .iter()
-            .map(|r| self.get(key, ByteRange::Bounded(r.clone()), if_match));
-        let results = try_join_all(reads).await?;
-        Ok(results.into_iter().map(|r| r.map(|r| r.data)).collect())
+        /// Why a merged range could not be used.
+        enum Failed {
+            Missing,
+            Short,
+            Store(StoreError),
+        }
+        let fetch = |range: Range<u64>| async move {
+            let asked = range.end - range.start;
+            match self.get(key, ByteRange::Bounded(range), if_match).await {
+                Ok(Some(read)) if read.data.len() as u64 == asked => Ok(read.data),
+                Ok(Some(_)) => Err(Failed::Short),
+                Ok(None) => Err(Failed::Missing),
+                Err(e) => Err(Failed::Store(e)),
+            }
+        };
+        match object_store::coalesce_ranges(ranges, fetch, self.coalesce_gap()).await {
+            Ok(parts) => Ok(Some(parts)),
+            Err(Failed::Missing) => Ok(None),
+            Err(Failed::Short) => Ok(Some(vec![Bytes::new(); ranges.len()])),
+            Err(Failed::Store(e)) => Err(e),
+        }
     }
 
     /// [`Store::get_ranges`] for a local file: one open, one blocking hop.

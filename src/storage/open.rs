@@ -15,6 +15,7 @@ use url::Url;
 
 use super::local::LocalFiles;
 use super::Store;
+use crate::buffer_pool::BufferPool;
 
 /// Limits and backend options of one dataset's store.
 #[derive(Debug, Clone)]
@@ -25,10 +26,15 @@ pub struct StoreOptions {
     pub retries: usize,
     /// Concurrent requests in flight to this store.
     pub max_concurrent_requests: usize,
+    /// Ranges of one object closer than this are fetched in one request
+    /// (remote stores; `None`: 256 KiB).
+    pub coalesce_gap: Option<u64>,
     /// Backend options (`endpoint`, `region`, `allow_http`, ...), passed to
     /// the object_store builder of the URL's scheme. Credentials normally
     /// come from the environment (`AWS_ACCESS_KEY_ID`, ...).
     pub backend: BTreeMap<String, String>,
+    /// Where local file reads get their buffers.
+    pub buffers: Arc<BufferPool>,
 }
 
 impl Default for StoreOptions {
@@ -37,7 +43,9 @@ impl Default for StoreOptions {
             timeout: Duration::from_secs(30),
             retries: 3,
             max_concurrent_requests: 64,
+            coalesce_gap: None,
             backend: BTreeMap::new(),
+            buffers: Arc::default(),
         }
     }
 }
@@ -63,7 +71,7 @@ impl Store {
         let root = Path::from_absolute_path(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
         let fs = Arc::new(LocalFileSystem::new());
         let mut store = Store::new(fs.clone(), root, options);
-        store.local = Some(LocalFiles::new(fs));
+        store.local = Some(LocalFiles::new(fs, options.buffers.clone()));
         Ok(store)
     }
 }

@@ -20,7 +20,7 @@ use self::array_to_bytes::ArrayToBytesCodec;
 use self::bytes_to_bytes::BytesToBytesCodec;
 use super::data_type::DataType;
 use super::error::{corrupt, Error, Result};
-use super::metadata::name_and_configuration;
+use super::json::name_and_configuration;
 
 /// What a codec sees of a chunk: its shape, element type and fill value.
 #[derive(Debug, Clone, PartialEq)]

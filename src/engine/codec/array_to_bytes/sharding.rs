@@ -24,7 +24,7 @@ use crate::engine::codec::{ChunkRepr, CodecChain};
 use crate::engine::copy::{copy_block, Block};
 use crate::engine::data_type::DataType;
 use crate::engine::error::{corrupt, Result};
-use crate::engine::metadata::u64_list;
+use crate::engine::json::u64_list;
 
 /// Where the index sits in the shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,95 @@
+//! Where a chunk's bytes come from, and the read of an unsharded chunk.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::engine::cache::ChunkKey;
+use crate::engine::codec::CodecChain;
+use crate::engine::copy::Block;
+use crate::engine::error::{Error, Result};
+use crate::engine::hierarchy::Dataset;
+use crate::engine::plan::{block_for, ReadPlan, Unit};
+use crate::storage::{ByteRange, StoreError};
+
+/// The store versions (ETags) of every key a read used; `None` = absent.
+pub type Versions = BTreeMap<String, Option<String>>;
+
+/// The version a read must find for one key: `None` = any,
+/// `Some(None)` = the key must be absent.
+pub(super) type Pin = Option<Option<String>>;
+
+/// Where a chunk's bytes come from.
+pub(super) enum Source {
+    /// Never written: the fill value.
+    Fill,
+    /// Encoded bytes, to decode with the unit's codecs.
+    Encoded(Bytes),
+    /// Already decoded (a decoded-chunk cache hit).
+    Decoded(Bytes),
+}
+
+/// One chunk (or inner chunk) a slab needs, and where its part goes.
+pub(super) struct Item {
+    pub(super) source: Source,
+    pub(super) block: Block,
+    /// Where to keep the decoded chunk, for small reads with the cache on.
+    pub(super) cache_as: Option<ChunkKey>,
+}
+
+impl Item {
+    /// The fill value for `unit`'s part of the output.
+    pub(super) fn fill(plan: &ReadPlan, unit: &Unit) -> Self {
+        Item {
+            source: Source::Fill,
+            block: block_for(&unit.spans, &plan.dims),
+            cache_as: None,
+        }
+    }
+}
+
+/// One unit (chunk or shard) after its I/O: the items to decode with
+/// `codecs` and copy, and the version of the key read.
+pub(super) struct Fetched {
+    pub(super) key: String,
+    pub(super) version: Option<String>,
+    pub(super) codecs: Arc<CodecChain>,
+    pub(super) items: Vec<Item>,
+}
+
+impl Dataset {
+    /// An unsharded chunk: read whole.
+    pub(super) async fn fetch_chunk(&self, plan: &ReadPlan, key: String, unit: &Unit, pin: Pin) -> Result<Fetched> {
+        let read = self
+            .store
+            .get(&key, ByteRange::All, pin.as_ref().and_then(|p| p.as_deref()))
+            .await?;
+        check_pin(&key, &pin, read.as_ref().map(|r| &r.info.etag))?;
+        let (source, version) = match read {
+            Some(read) => (Source::Encoded(read.data), read.info.etag),
+            None => (Source::Fill, None),
+        };
+        let items = vec![Item {
+            source,
+            block: block_for(&unit.spans, &plan.dims),
+            cache_as: None,
+        }];
+        Ok(Fetched {
+            key,
+            version,
+            codecs: plan.meta().codecs.clone(),
+            items,
+        })
+    }
+}
+
+/// A read pinned to a version must find exactly that version.
+pub(super) fn check_pin(key: &str, pin: &Pin, found: Option<&Option<String>>) -> Result<()> {
+    match pin {
+        Some(expected) if found.cloned().flatten() != *expected => {
+            Err(Error::Store(StoreError::Changed(key.to_string())))
+        }
+        _ => Ok(()),
+    }
+}

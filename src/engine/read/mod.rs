@@ -1,0 +1,82 @@
+//! Region reads: fetching only the bytes a [`ReadPlan`] needs, decoding
+//! them on the decoding threads and copying each chunk's part into the
+//! output once.
+//!
+//! - [`fetch`]: where a chunk's bytes come from (a whole unsharded chunk,
+//!   the fill value, or the decoded-chunk cache) and the versions pinned;
+//! - [`shard`]: the sharding codec's partial decoder: the shard index
+//!   (one ranged read, validated, cached with the shard's ETag) and the
+//!   needed inner chunks' byte ranges;
+//! - [`slab`]: slab assembly: decode batches and copy into the output;
+//! - [`stream`]: a multi-slab read as a stream of slabs, within the slab
+//!   budget.
+
+mod fetch;
+mod shard;
+mod slab;
+mod stream;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+pub use fetch::Versions;
+
+use super::error::{Error, Result};
+use super::hierarchy::Dataset;
+use super::plan::{units, ReadPlan};
+use super::selection::Selection;
+use crate::storage::join;
+
+impl Dataset {
+    /// Open the array at `path` and plan a read of `selection`.
+    pub async fn plan_read(&self, path: &str, selection: &Selection) -> Result<ReadPlan> {
+        let node = self.node(path).await?;
+        ReadPlan::new(node, selection, &self.resources.read)
+    }
+
+    /// Read the whole region into memory.
+    pub async fn read_all(&self, plan: &ReadPlan) -> Result<(Bytes, Versions)> {
+        if plan.slab_count() == 1 {
+            return self.read_slab(plan, 0, None, self.resources.ticket()).await;
+        }
+        let mut out = Vec::with_capacity(plan.output_bytes() as usize);
+        let mut versions = Versions::new();
+        for slab in 0..plan.slab_count() {
+            let (data, v) = self.read_slab(plan, slab, None, self.resources.ticket()).await?;
+            out.extend_from_slice(&data);
+            versions.extend(v);
+        }
+        Ok((Bytes::from(out), versions))
+    }
+
+    /// The versions of every key the read will use, without reading chunk
+    /// data (shard indexes are read; unsharded chunks get a HEAD).
+    pub async fn read_versions(&self, plan: &ReadPlan) -> Result<Versions> {
+        let mut keys = Vec::new();
+        for slab in 0..plan.slab_count() {
+            for unit in units(&plan.unit_spans(slab)) {
+                keys.push(self.chunk_key(plan, &unit.coords));
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let sharding = plan.meta().codecs.partial_sharding();
+        let versions = futures::stream::iter(keys)
+            .map(|key| async move {
+                let version = match sharding {
+                    Some(codec) => self.shard_version(&key, codec).await?,
+                    None => self.store.head(&key).await?.and_then(|i| i.etag),
+                };
+                Ok::<_, Error>((key, version))
+            })
+            .buffer_unordered(self.resources.read.concurrency)
+            .try_collect()
+            .await?;
+        Ok(versions)
+    }
+
+    /// The store key of the chunk (or shard) at grid `coords`.
+    fn chunk_key(&self, plan: &ReadPlan, coords: &[u64]) -> String {
+        join(&plan.node.path, &plan.meta().chunk_key_encoding.encode(coords))
+    }
+}

@@ -1,0 +1,263 @@
+//! The sharding codec's partial decoder: a shard's index with one ranged
+//! read (validated by the codec, cached with the shard's ETag), then only
+//! the needed inner chunks, by byte ranges conditional on that ETag (the
+//! store coalesces near ranges). A cold shard whose inner chunks are all
+//! needed is read whole in one request.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::fetch::{check_pin, Fetched, Item, Pin, Source};
+use crate::engine::cache::CachedIndex;
+use crate::engine::codec::array_to_bytes::sharding::{IndexLocation, ShardIndex, ShardingCodec};
+use crate::engine::error::{Error, Result};
+use crate::engine::hierarchy::Dataset;
+use crate::engine::plan::{block_for, units, ReadPlan, Unit};
+use crate::engine::selection::{ChunkSpan, DimSelection};
+use crate::storage::{ByteRange, StoreError};
+
+/// Reads up to this size keep their decoded inner chunks in the decoded-chunk
+/// cache; larger reads would only evict what small reads (tiles) reuse.
+const CACHEABLE_READ_BYTES: u64 = 4 << 20;
+
+impl Dataset {
+    /// A shard: the index (cached), then only the needed inner chunks; once
+    /// more with a fresh index if the shard changed since it was cached.
+    pub(super) async fn fetch_shard(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: String,
+        unit: &Unit,
+        pin: Pin,
+    ) -> Result<Fetched> {
+        let needed = inner_units(plan, codec, unit);
+        let all_needed = needed.len() as u64 == codec.chunks_per_shard().iter().product::<u64>();
+        for attempt in 0..2 {
+            let result = match self.cached_index(&key).await {
+                None if all_needed && pin.is_none() => self.fetch_whole_shard(plan, codec, &key, &needed).await,
+                cached => {
+                    self.fetch_inner_chunks(plan, codec, &key, cached, &needed, pin.clone())
+                        .await
+                }
+            };
+            match result {
+                // The shard changed since its index was cached: drop it and read again.
+                Err(Error::Store(StoreError::Changed(_))) if attempt == 0 && pin.is_none() => {
+                    let cache_key = (self.name.clone(), key.clone());
+                    self.resources.caches.shard_indexes.invalidate(&cache_key).await;
+                }
+                other => {
+                    let (version, items) = other?;
+                    return Ok(Fetched {
+                        key,
+                        version,
+                        codecs: codec.inner_codecs().clone(),
+                        items,
+                    });
+                }
+            }
+        }
+        unreachable!("the second attempt returns")
+    }
+
+    /// The shard's version (ETag), from its cached index or by reading the index.
+    pub(super) async fn shard_version(&self, key: &str, codec: &ShardingCodec) -> Result<Option<String>> {
+        Ok(match self.cached_index(key).await {
+            Some(cached) => cached.etag.clone(),
+            None => self.fetch_index(key, codec, None).await?.and_then(|c| c.etag.clone()),
+        })
+    }
+
+    async fn cached_index(&self, key: &str) -> Option<Arc<CachedIndex>> {
+        let caches = &self.resources.caches;
+        let cached = caches.shard_indexes.get(&(self.name.clone(), key.to_string())).await;
+        let stats = &caches.index_stats;
+        if cached.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
+        cached
+    }
+
+    /// The shard's index with one ranged request (conditional on `pin`),
+    /// cached on the way. `None` when the shard does not exist.
+    async fn fetch_index(
+        &self,
+        key: &str,
+        codec: &ShardingCodec,
+        pin: Option<&str>,
+    ) -> Result<Option<Arc<CachedIndex>>> {
+        let n = codec.index_size() as u64;
+        let range = match codec.index_location() {
+            IndexLocation::Start => ByteRange::Bounded(0..n),
+            IndexLocation::End => ByteRange::Suffix(n),
+        };
+        let Some(read) = self.store.get(key, range, pin).await? else {
+            return Ok(None);
+        };
+        let index = codec
+            .decode_index(read.data, read.info.size)
+            .map_err(|e| e.at_key(key))?;
+        Ok(Some(self.remember_index(key, index, read.info.etag).await))
+    }
+
+    async fn remember_index(&self, key: &str, index: ShardIndex, etag: Option<String>) -> Arc<CachedIndex> {
+        let cached = Arc::new(CachedIndex { index, etag });
+        let cache_key = (self.name.clone(), key.to_string());
+        self.resources
+            .caches
+            .shard_indexes
+            .insert(cache_key, cached.clone())
+            .await;
+        cached
+    }
+
+    /// One request for the whole shard; its index is cached on the way.
+    async fn fetch_whole_shard(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: &str,
+        needed: &[Unit],
+    ) -> Result<(Option<String>, Vec<Item>)> {
+        let Some(read) = self.store.get(key, ByteRange::All, None).await? else {
+            return Ok((None, needed.iter().map(|u| Item::fill(plan, u)).collect()));
+        };
+        let size = read.info.size;
+        if size < codec.index_size() as u64 {
+            let reason = format!(
+                "shard of {size} bytes is too short for its {}-byte index",
+                codec.index_size()
+            );
+            return Err(Error::corrupt(key, reason));
+        }
+        let range = codec.index_range(size);
+        let index = codec
+            .decode_index(read.data.slice(range.start as usize..range.end as usize), size)
+            .map_err(|e| e.at_key(key))?;
+        let cached = self.remember_index(key, index, read.info.etag.clone()).await;
+        let items = needed
+            .iter()
+            .map(|u| {
+                let source = match cached.index.chunk_range(codec.linear_index(&u.coords)) {
+                    Some(r) => Source::Encoded(read.data.slice(r.start as usize..r.end as usize)),
+                    None => Source::Fill,
+                };
+                Item {
+                    source,
+                    block: block_for(&u.spans, &plan.dims),
+                    cache_as: None,
+                }
+            })
+            .collect();
+        Ok((read.info.etag, items))
+    }
+
+    /// The needed inner chunks by byte ranges, conditional on the index's ETag.
+    async fn fetch_inner_chunks(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: &str,
+        cached: Option<Arc<CachedIndex>>,
+        needed: &[Unit],
+        pin: Pin,
+    ) -> Result<(Option<String>, Vec<Item>)> {
+        let index = match (cached, &pin) {
+            (Some(c), None) => Some(c),
+            (Some(c), Some(p)) if c.etag == *p => Some(c),
+            (_, Some(None)) => None,
+            _ => {
+                self.fetch_index(key, codec, pin.as_ref().and_then(|p| p.as_deref()))
+                    .await?
+            }
+        };
+        let Some(index) = index else {
+            check_pin(key, &pin, None)?;
+            return Ok((None, needed.iter().map(|u| Item::fill(plan, u)).collect()));
+        };
+        check_pin(key, &pin, Some(&index.etag))?;
+        // Small reads of an unchanged shard may find inner chunks already decoded.
+        let caches = &self.resources.caches;
+        let cacheable = caches.decoded_chunks.policy().max_capacity().unwrap_or(0) > 0
+            && plan.slab_count() == 1
+            && plan.output_bytes() <= CACHEABLE_READ_BYTES
+            && index.etag.is_some();
+        let mut items = Vec::with_capacity(needed.len());
+        let mut ranges = Vec::new();
+        for u in needed {
+            let linear = codec.linear_index(&u.coords);
+            let cache_as = cacheable.then(|| {
+                let etag = index.etag.clone().unwrap_or_default();
+                (self.name.clone(), key.to_string(), linear, etag)
+            });
+            let hit = match &cache_as {
+                Some(k) => caches.decoded_chunks.get(k).await,
+                None => None,
+            };
+            if cacheable {
+                let stats = &caches.chunk_stats;
+                if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
+            }
+            let source = match (hit, index.index.chunk_range(linear)) {
+                (Some(data), _) => Source::Decoded(data),
+                (None, Some(range)) => {
+                    ranges.push((items.len(), range));
+                    Source::Fill // replaced by the fetched bytes below
+                }
+                (None, None) => Source::Fill,
+            };
+            let cache_as = if matches!(source, Source::Decoded(_)) {
+                None
+            } else {
+                cache_as
+            };
+            items.push(Item {
+                source,
+                block: block_for(&u.spans, &plan.dims),
+                cache_as,
+            });
+        }
+        if !ranges.is_empty() {
+            let asked: Vec<_> = ranges.iter().map(|(_, r)| r.clone()).collect();
+            let fetched = self
+                .store
+                .get_ranges(key, &asked, index.etag.as_deref())
+                .await?
+                .ok_or_else(|| Error::Store(StoreError::Changed(key.to_string())))?;
+            for ((i, r), data) in ranges.into_iter().zip(fetched) {
+                if data.len() as u64 != r.end - r.start {
+                    return Err(Error::corrupt(key, "shard is shorter than its index says"));
+                }
+                items[i].source = Source::Encoded(data);
+            }
+        }
+        Ok((index.etag.clone(), items))
+    }
+}
+
+/// The inner chunks of `unit` (a shard) that the plan needs, with the
+/// spans of their parts in the output.
+fn inner_units(plan: &ReadPlan, codec: &ShardingCodec, unit: &Unit) -> Vec<Unit> {
+    let inner_spans: Vec<Vec<ChunkSpan>> = unit
+        .spans
+        .iter()
+        .zip(&plan.dims)
+        .zip(codec.inner_shape())
+        .map(|((span, sel), &inner)| {
+            let within = DimSelection {
+                start: span.start_in_chunk,
+                step: sel.step,
+                len: span.count,
+                dropped: false,
+            };
+            within
+                .chunk_spans(inner, 0..span.count)
+                .into_iter()
+                .map(|s| ChunkSpan {
+                    out_start: s.out_start + span.out_start,
+                    ..s
+                })
+                .collect()
+        })
+        .collect();
+    units(&inner_spans)
+}

@@ -1,0 +1,177 @@
+//! Slab assembly: the units (chunks or shards) of one slab fetched
+//! concurrently, their chunks decoded in batches on the decoding threads as
+//! soon as they arrive, and each batch copied into the slab as soon as it is
+//! decoded, so a slab never holds all of its decoded chunks at once.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+
+use super::fetch::{Item, Source, Versions};
+use crate::buffer_pool::{self, BufferPool};
+use crate::engine::cache::ChunkKey;
+use crate::engine::codec::CodecChain;
+use crate::engine::copy::{copy_block, source_prefix_elements, Block};
+use crate::engine::decode_pool::Priority;
+use crate::engine::error::{Error, Result};
+use crate::engine::hierarchy::Dataset;
+use crate::engine::plan::{units, ReadPlan};
+
+/// Decoded bytes handed to one decoding job, so a shard's inner chunks are
+/// decoded on all cores without a job per tiny chunk.
+const DECODE_BATCH_BYTES: usize = 1 << 20;
+
+/// A chunk is decoded only up to the last element a read needs when that
+/// spares at least this many bytes: a zstd block (the unit a stream stops
+/// at) decodes to up to 128 KiB, so sparing less may save no work at all.
+const PREFIX_SPARES_AT_LEAST: usize = 128 << 10;
+
+/// A decoded item ready to copy.
+struct Decoded {
+    data: Option<Bytes>,
+    block: Block,
+    cache_as: Option<ChunkKey>,
+}
+
+impl Dataset {
+    /// Read slab `slab` of `plan`: its C-order bytes and the versions used.
+    /// With `pinned`, every key must still have that version. Its chunks
+    /// decode after those of slabs with a lower `ticket`
+    /// ([`crate::engine::Resources::ticket`], taken when the slab starts).
+    pub(crate) async fn read_slab(
+        &self,
+        plan: &ReadPlan,
+        slab: usize,
+        pinned: Option<&Versions>,
+        ticket: Priority,
+    ) -> Result<(Bytes, Versions)> {
+        let meta = plan.meta();
+        let resources = &self.resources;
+        let shape = plan.slab_shape(slab);
+        let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
+        let size = shape.iter().product::<u64>() as usize * meta.data_type.size();
+        let held = resources.hold_slab_bytes(size).await?;
+        // A whole decoded unit is the result as it is; else copy into a buffer.
+        let mut whole: Option<Bytes> = None;
+        let mut out = if plan.whole_unit {
+            Vec::new()
+        } else {
+            resources.buffers.take(size)
+        };
+        let mut versions = Versions::new();
+        let units = units(&plan.unit_spans(slab));
+        let inline = units.len() <= 1;
+        let mut fetches = futures::stream::iter(units)
+            .map(|unit| {
+                let key = self.chunk_key(plan, &unit.coords);
+                let pin = pinned.map(|p| p.get(&key).cloned().flatten());
+                async move {
+                    match meta.codecs.partial_sharding() {
+                        Some(codec) => self.fetch_shard(plan, codec, key, &unit, pin).await,
+                        None => self.fetch_chunk(plan, key, &unit, pin).await,
+                    }
+                }
+            })
+            .buffer_unordered(resources.read.concurrency);
+        let mut decoding = FuturesUnordered::new();
+        let mut fetching = true;
+        loop {
+            tokio::select! {
+                biased;
+                Some(done) = decoding.next(), if !decoding.is_empty() => {
+                    let done: Result<Vec<Decoded>> = done;
+                    for mut item in done? {
+                        if let Some((d, start)) = slab_start {
+                            item.block.dst_start[d] -= start;
+                        }
+                        match &item.data {
+                            Some(data) if plan.whole_unit => whole = Some(data.clone()),
+                            data => {
+                                if out.len() != size {
+                                    out = resources.buffers.take(size);
+                                }
+                                let src = data.as_deref();
+                                copy_block(src, &plan.read_shape, &mut out, &shape, &item.block, &meta.fill_value);
+                            }
+                        }
+                        if let (Some(key), Some(data)) = (item.cache_as, item.data) {
+                            // A copy: decoded bytes may be a slice of a larger
+                            // read buffer, which the cache must not keep alive.
+                            let data = Bytes::copy_from_slice(&data);
+                            resources.caches.decoded_chunks.insert(key, data).await;
+                        }
+                    }
+                }
+                next = fetches.next(), if fetching && decoding.len() < resources.read.concurrency => match next {
+                    None => fetching = false,
+                    Some(fetched) => {
+                        let fetched = fetched?;
+                        let per_batch = (DECODE_BATCH_BYTES / fetched.codecs.decoded_repr().size_bytes().max(1)).max(1);
+                        let mut items = fetched.items.into_iter().peekable();
+                        while items.peek().is_some() {
+                            let batch: Vec<Item> = items.by_ref().take(per_batch).collect();
+                            let key = fetched.key.clone();
+                            let job = self.decode_items(fetched.codecs.clone(), batch, inline, ticket);
+                            decoding.push(async move { job.await.map_err(|e| e.at_key(&key)) });
+                        }
+                        versions.insert(fetched.key, fetched.version);
+                    }
+                },
+                else => break,
+            }
+        }
+        let data = whole.unwrap_or_else(|| BufferPool::into_bytes(&resources.buffers, out));
+        let data = match held {
+            Some(permit) => buffer_pool::holding(data, permit),
+            None => data,
+        };
+        Ok((data, versions))
+    }
+
+    /// Decode `items` (on the decoding threads at `priority`, unless `inline`).
+    async fn decode_items(
+        &self,
+        codecs: Arc<CodecChain>,
+        items: Vec<Item>,
+        inline: bool,
+        priority: Priority,
+    ) -> Result<Vec<Decoded>> {
+        let work = move || items.into_iter().map(|item| decode_item(&codecs, item)).collect();
+        if inline {
+            return work();
+        }
+        self.resources
+            .decoders
+            .run(priority, work)
+            .await
+            .unwrap_or_else(|panic| Err(Error::Internal(format!("a decoder panicked: {panic}"))))
+    }
+}
+
+/// Decode one item. A chunk kept in the cache must be whole; else decode
+/// no further than the last element the copy reads, when that spares
+/// enough to pay for stopping early.
+fn decode_item(codecs: &CodecChain, item: Item) -> Result<Decoded> {
+    let data = match item.source {
+        Source::Fill => None,
+        Source::Decoded(bytes) => Some(bytes),
+        Source::Encoded(bytes) => {
+            let repr = codecs.decoded_repr();
+            let elements = source_prefix_elements(&item.block, &repr.shape);
+            let prefix = elements as usize * repr.data_type.size();
+            let spared = repr.size_bytes().saturating_sub(prefix);
+            if item.cache_as.is_some() || spared < PREFIX_SPARES_AT_LEAST {
+                Some(codecs.decode(bytes)?)
+            } else {
+                Some(codecs.decode_prefix(bytes, prefix)?)
+            }
+        }
+    };
+    Ok(Decoded {
+        data,
+        block: item.block,
+        cache_as: item.cache_as,
+    })
+}

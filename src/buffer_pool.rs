@@ -50,7 +50,7 @@ impl BufferPool {
     /// A pool that pools almost every buffer and fills each reused one with
     /// a poison byte, so that tests reading through it see any byte a slab
     /// fails to write.
-    pub fn checking(max_idle_bytes: usize) -> Self {
+    pub(crate) fn checking(max_idle_bytes: usize) -> Self {
         Self {
             checking: true,
             ..Self::new(max_idle_bytes)

@@ -305,7 +305,7 @@ impl Config {
     }
 
     /// The sizes of every limit, pool and cache of the process.
-    pub fn resource_options(&self) -> ResourceOptions {
+    pub(crate) fn resource_options(&self) -> ResourceOptions {
         ResourceOptions {
             read: ReadOptions {
                 slab_bytes: self.slab_bytes,

@@ -19,5 +19,5 @@ pub mod config;
 pub mod engine;
 pub mod fuzz_checks;
 pub mod http;
-pub mod metrics;
+mod metrics;
 pub mod storage;

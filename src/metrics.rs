@@ -28,17 +28,17 @@ struct RouteStats {
 
 /// Request metrics.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     routes: Mutex<BTreeMap<String, RouteStats>>,
     /// Responses cut short after they began (an error mid-stream).
-    pub stream_errors: AtomicU64,
+    pub(crate) stream_errors: AtomicU64,
     /// Requests refused because too many reads were in flight.
-    pub overloaded: AtomicU64,
+    pub(crate) overloaded: AtomicU64,
 }
 
 impl Metrics {
     /// Record one finished request.
-    pub fn record(&self, route: &str, status: u16, elapsed: Duration) {
+    pub(crate) fn record(&self, route: &str, status: u16, elapsed: Duration) {
         let mut routes = self.routes.lock().expect("metrics lock");
         // The route's key is allocated once, on its first request.
         if !routes.contains_key(route) {
@@ -57,7 +57,7 @@ impl Metrics {
     }
 
     /// Render request metrics; `extra` appends other families.
-    pub fn render(&self, extra: impl FnOnce(&mut String)) -> String {
+    pub(crate) fn render(&self, extra: impl FnOnce(&mut String)) -> String {
         let mut out = String::new();
         let routes = self.routes.lock().expect("metrics lock");
         out.push_str("# HELP zarr_serve_requests_total HTTP requests by route and status.\n# TYPE zarr_serve_requests_total counter\n");
@@ -103,7 +103,7 @@ impl Metrics {
 }
 
 /// Append one metric family of type `kind`; each sample is (labels, value).
-pub fn family(out: &mut String, name: &str, help: &str, kind: &str, samples: &[(String, u64)]) {
+pub(crate) fn family(out: &mut String, name: &str, help: &str, kind: &str, samples: &[(String, u64)]) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
     for (labels, value) in samples {
         if labels.is_empty() {
@@ -115,6 +115,6 @@ pub fn family(out: &mut String, name: &str, help: &str, kind: &str, samples: &[(
 }
 
 /// Escape a label value.
-pub fn escape(value: &str) -> String {
+pub(crate) fn escape(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }

@@ -57,9 +57,9 @@ pub(crate) type ChunkKey = (Arc<str>, String, usize, String);
 #[derive(Debug, Default)]
 pub struct CacheStats {
     /// Lookups answered from the cache.
-    pub hits: std::sync::atomic::AtomicU64,
+    pub(crate) hits: std::sync::atomic::AtomicU64,
     /// Lookups that went to the store.
-    pub misses: std::sync::atomic::AtomicU64,
+    pub(crate) misses: std::sync::atomic::AtomicU64,
 }
 
 /// The caches.
@@ -99,7 +99,7 @@ impl Caches {
     }
 
     /// (name, entries, weighted size, stats) of each cache, for `/metrics`.
-    pub fn report(&self) -> Vec<(&'static str, u64, u64, &CacheStats)> {
+    pub(crate) fn report(&self) -> Vec<(&'static str, u64, u64, &CacheStats)> {
         vec![
             (
                 "metadata",

@@ -99,7 +99,7 @@ pub fn copy_block(
 
 /// How many leading elements of the source (shape `src_shape`, C order)
 /// the copy of `block` reads: one past the last element it touches.
-pub fn source_prefix_elements(block: &Block, src_shape: &[u64]) -> u64 {
+pub(crate) fn source_prefix_elements(block: &Block, src_shape: &[u64]) -> u64 {
     if block.count.contains(&0) {
         return 0;
     }

@@ -113,7 +113,7 @@ impl DataType {
 
     /// The size of the unit that endianness applies to (the component of a
     /// complex number); 1 where byte order does not apply.
-    pub fn swap_unit(&self) -> usize {
+    pub(crate) fn swap_unit(&self) -> usize {
         match self {
             DataType::Complex64 => 4,
             DataType::Complex128 => 8,
@@ -124,7 +124,7 @@ impl DataType {
 
     /// Parse a fill value in any JSON form the spec and real writers use,
     /// returning one element's little-endian bytes.
-    pub fn fill_value_from_json(&self, value: &Value) -> Result<Vec<u8>> {
+    pub(crate) fn fill_value_from_json(&self, value: &Value) -> Result<Vec<u8>> {
         let bad = || Error::Unsupported(format!("fill_value {value} for data_type {}", self.name()));
         let bytes = match self {
             DataType::Bool => vec![value.as_bool().ok_or_else(bad)? as u8],

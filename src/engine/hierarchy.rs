@@ -60,7 +60,7 @@ impl Dataset {
     }
 
     /// Normalise a node path from a URL (`/a/b`, `a/b/`, `""`) and validate it.
-    pub fn node_path(path: &str) -> Result<String> {
+    pub(crate) fn node_path(path: &str) -> Result<String> {
         let trimmed = path.trim_matches('/');
         validate_key(trimmed).map_err(|e| Error::InvalidRequest(format!("invalid node path: {e}")))?;
         Ok(trimmed.to_string())

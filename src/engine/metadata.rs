@@ -89,7 +89,7 @@ pub struct ArrayMetadata {
     /// The codec chain, resolved for the chunk shape.
     pub codecs: Arc<CodecChain>,
     /// `dimension_names`, if present.
-    pub dimension_names: Option<Vec<Option<String>>>,
+    pub(crate) dimension_names: Option<Vec<Option<String>>>,
 }
 
 const ARRAY_FIELDS: &[&str] = &[

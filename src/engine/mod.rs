@@ -20,21 +20,23 @@
 //!   slab streams.
 
 mod cache;
-pub mod chunk_grid;
-pub mod chunk_key_encoding;
+mod chunk_grid;
+mod chunk_key_encoding;
+/// Public for the micro-benchmarks (`bench/hot_paths.rs`), which time the real codec chain.
 pub mod codec;
+/// Public for the micro-benchmarks, which time the real block copy.
 pub mod copy;
-pub mod data_type;
+mod data_type;
 mod decode_pool;
-pub mod error;
-pub mod hierarchy;
+mod error;
+mod hierarchy;
 mod json;
-pub mod metadata;
-pub mod node;
-pub mod plan;
-pub mod read;
-pub mod resources;
-pub mod selection;
+mod metadata;
+mod node;
+mod plan;
+mod read;
+mod resources;
+mod selection;
 
 pub use cache::{CacheOptions, CacheStats, Caches};
 pub use data_type::DataType;

@@ -16,7 +16,7 @@ pub struct Node {
     pub etag: Option<String>,
     /// A rendering of this node kept by the server for as long as the node
     /// is cached (the metadata TTL), so it is built once, not per request.
-    pub rendered: tokio::sync::OnceCell<bytes::Bytes>,
+    pub(crate) rendered: tokio::sync::OnceCell<bytes::Bytes>,
 }
 
 impl Node {

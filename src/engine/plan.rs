@@ -103,7 +103,7 @@ impl ReadPlan {
 
     /// The resolved selection as text: equal for selections that pick the
     /// same elements in the same layout, however they were written.
-    pub fn selection_key(&self) -> String {
+    pub(crate) fn selection_key(&self) -> String {
         self.dims
             .iter()
             .map(|d| format!("{}:{}:{}:{}", d.start, d.step, d.len, u8::from(d.dropped)))
@@ -117,7 +117,7 @@ impl ReadPlan {
     }
 
     /// Bytes of the whole result.
-    pub fn output_bytes(&self) -> u64 {
+    pub(crate) fn output_bytes(&self) -> u64 {
         self.dims.iter().map(|d| d.len).product::<u64>() * self.meta().data_type.size() as u64
     }
 
@@ -132,7 +132,7 @@ impl ReadPlan {
     }
 
     /// Bytes of the largest slab.
-    pub fn max_slab_bytes(&self) -> u64 {
+    pub(crate) fn max_slab_bytes(&self) -> u64 {
         let size = self.meta().data_type.size() as u64;
         (0..self.slabs.len())
             .map(|i| self.slab_shape(i).iter().product::<u64>() * size)
@@ -141,7 +141,7 @@ impl ReadPlan {
     }
 
     /// Number of slabs (0 when the result is empty).
-    pub fn slab_count(&self) -> usize {
+    pub(crate) fn slab_count(&self) -> usize {
         if self.output_bytes() == 0 {
             0
         } else {

@@ -133,7 +133,7 @@ impl Resources {
 
     /// A slot for one region read, held until the returned permit is
     /// dropped; [`Error::Overloaded`] if none frees up in time.
-    pub async fn admit_read(&self) -> Result<OwnedSemaphorePermit> {
+    pub(crate) async fn admit_read(&self) -> Result<OwnedSemaphorePermit> {
         tokio::time::timeout(self.read_slot_wait, self.read_slots.clone().acquire_owned())
             .await
             .map_err(|_| Error::Overloaded("too many region reads in flight; retry shortly".into()))

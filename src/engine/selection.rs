@@ -11,7 +11,7 @@ use super::error::{Error, Result};
 
 /// One parsed item of a selection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SelectItem {
+pub(super) enum SelectItem {
     /// An integer index (drops the dimension).
     Index(i64),
     /// `start:stop:step`, each optional.
@@ -117,7 +117,7 @@ pub struct DimSelection {
     /// First index (meaningless when `len == 0`).
     pub start: u64,
     /// Step between indices; negative walks backwards.
-    pub step: i64,
+    pub(crate) step: i64,
     /// Number of indices.
     pub len: u64,
     /// Whether an integer index selected it (the dimension is dropped).
@@ -182,26 +182,26 @@ impl DimSelection {
 }
 
 /// The shape of the result: selected lengths of the dimensions not dropped.
-pub fn output_shape(dims: &[DimSelection]) -> Vec<u64> {
+pub(super) fn output_shape(dims: &[DimSelection]) -> Vec<u64> {
     dims.iter().filter(|d| !d.dropped).map(|d| d.len).collect()
 }
 
 /// A contiguous run of output positions that fall in one chunk along one dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkSpan {
+pub(crate) struct ChunkSpan {
     /// The chunk's index along the dimension.
     pub chunk: u64,
     /// First index within the chunk.
-    pub start_in_chunk: u64,
+    pub(crate) start_in_chunk: u64,
     /// First output position.
-    pub out_start: u64,
+    pub(crate) out_start: u64,
     /// Number of positions.
     pub count: u64,
 }
 
 impl DimSelection {
     /// Split the positions `out_range` of this selection by chunks of `chunk_len`.
-    pub fn chunk_spans(&self, chunk_len: u64, out_range: std::ops::Range<u64>) -> Vec<ChunkSpan> {
+    pub(crate) fn chunk_spans(&self, chunk_len: u64, out_range: std::ops::Range<u64>) -> Vec<ChunkSpan> {
         let mut spans = Vec::new();
         let mut k = out_range.start;
         while k < out_range.end {

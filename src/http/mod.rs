@@ -33,7 +33,7 @@ use crate::storage::Store;
 
 /// A dataset as the HTTP layer serves it.
 #[derive(Debug)]
-pub struct ServedDataset {
+pub(crate) struct ServedDataset {
     /// The engine's dataset.
     pub dataset: Dataset,
     /// Bearer token required, if any (compared in constant time).

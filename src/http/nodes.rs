@@ -105,9 +105,11 @@ fn array_document(
         ),
         Err(_) => (Value::Null, Value::Null),
     };
-    let dimension_names = match raw.get("dimension_names") {
-        Some(Value::Array(names)) => Value::Array(names.clone()),
-        _ => Value::Array(vec![Value::Null; rank]),
+    let dimension_names = match (parsed, raw.get("dimension_names")) {
+        (Ok(m), _) => json!(m.dimension_names.clone().unwrap_or_else(|| vec![None; rank])),
+        // Unreadable: as written, if it is a list at all.
+        (Err(_), Some(Value::Array(names))) => Value::Array(names.clone()),
+        (Err(_), _) => Value::Array(vec![Value::Null; rank]),
     };
     let mut doc = json!({
         "path": display_path(&node.path),

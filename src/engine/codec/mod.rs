@@ -44,7 +44,7 @@ impl ChunkRepr {
     }
 
     /// Elements in the chunk.
-    pub fn num_elements(&self) -> u64 {
+    pub(crate) fn num_elements(&self) -> u64 {
         self.shape.iter().product()
     }
 
@@ -54,7 +54,7 @@ impl ChunkRepr {
     }
 
     /// A decoded chunk holding only the fill value.
-    pub fn fill_chunk(&self) -> Bytes {
+    pub(crate) fn fill_chunk(&self) -> Bytes {
         Bytes::from(self.fill_value.repeat(self.num_elements() as usize))
     }
 }
@@ -128,12 +128,12 @@ impl CodecChain {
     }
 
     /// The representation this chain decodes to.
-    pub fn decoded_repr(&self) -> &ChunkRepr {
+    pub(crate) fn decoded_repr(&self) -> &ChunkRepr {
         &self.decoded_repr
     }
 
     /// The encoded size, when every codec's output size is fixed.
-    pub fn encoded_size(&self) -> Option<usize> {
+    pub(crate) fn encoded_size(&self) -> Option<usize> {
         let mut size = self.array_to_bytes.encoded_size(&self.array_to_bytes_repr)?;
         for b2b in &self.bytes_to_bytes {
             size = b2b.encoded_size(size)?;
@@ -143,7 +143,7 @@ impl CodecChain {
 
     /// The sharding codec, when it is the whole chain (no other codec around
     /// it), so that inner chunks can be read from byte ranges of the shard.
-    pub fn partial_sharding(&self) -> Option<&ShardingCodec> {
+    pub(crate) fn partial_sharding(&self) -> Option<&ShardingCodec> {
         match &self.array_to_bytes {
             ArrayToBytesCodec::Sharding(s) if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() => {
                 Some(s)

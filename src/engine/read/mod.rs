@@ -51,7 +51,7 @@ impl Dataset {
 
     /// The versions of every key the read will use, without reading chunk
     /// data (shard indexes are read; unsharded chunks get a HEAD).
-    pub async fn read_versions(&self, plan: &ReadPlan) -> Result<Versions> {
+    pub(crate) async fn read_versions(&self, plan: &ReadPlan) -> Result<Versions> {
         let mut keys = Vec::new();
         for slab in 0..plan.slab_count() {
             for unit in units(&plan.unit_spans(slab)) {

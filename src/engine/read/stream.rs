@@ -28,7 +28,7 @@ impl Dataset {
     /// that changed fails the stream). Each slab is read by a task of its
     /// own, so reading goes on while the consumer is busy with the previous
     /// slab; dropping the stream aborts the reads in flight.
-    pub fn slab_stream(
+    pub(crate) fn slab_stream(
         &self,
         plan: ReadPlan,
         versions: Versions,

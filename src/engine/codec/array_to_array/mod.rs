@@ -11,7 +11,7 @@ use transpose::TransposeCodec;
 
 /// An array -> array codec.
 #[derive(Debug, Clone)]
-pub enum ArrayToArrayCodec {
+pub(crate) enum ArrayToArrayCodec {
     /// `transpose`
     Transpose(TransposeCodec),
 }

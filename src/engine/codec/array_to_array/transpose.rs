@@ -12,14 +12,14 @@ use crate::engine::error::{corrupt, Result};
 
 /// A permutation of the dimensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TransposeCodec {
+pub(crate) struct TransposeCodec {
     order: Vec<usize>,
 }
 
 impl TransposeCodec {
     /// Parse the configuration for a chunk of `rank` dimensions. `"C"` and
     /// `"F"` (early drafts) are accepted as the identity and the reversal.
-    pub fn from_json(config: Option<&Map<String, Value>>, rank: usize) -> Result<Self> {
+    pub(crate) fn from_json(config: Option<&Map<String, Value>>, rank: usize) -> Result<Self> {
         let value = config
             .and_then(|c| c.get("order"))
             .ok_or_else(|| corrupt("transpose codec without configuration.order"))?;
@@ -47,13 +47,13 @@ impl TransposeCodec {
     }
 
     /// The transposed representation.
-    pub fn encoded_repr(&self, repr: &ChunkRepr) -> ChunkRepr {
+    pub(crate) fn encoded_repr(&self, repr: &ChunkRepr) -> ChunkRepr {
         let shape = self.order.iter().map(|&d| repr.shape[d]).collect();
         ChunkRepr::new(shape, repr.data_type, repr.fill_value.clone())
     }
 
     /// Transpose an encoded array back to the `decoded` representation.
-    pub fn decode(&self, encoded: &[u8], decoded: &ChunkRepr) -> Bytes {
+    pub(crate) fn decode(&self, encoded: &[u8], decoded: &ChunkRepr) -> Bytes {
         let size = decoded.data_type.size();
         let rank = decoded.shape.len();
         // C-order strides of the decoded array, in elements.

@@ -12,7 +12,7 @@ use crate::engine::error::{corrupt, Result};
 
 /// Byte order of multi-byte elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endian {
+pub(crate) enum Endian {
     /// Least significant byte first.
     Little,
     /// Most significant byte first.
@@ -21,13 +21,13 @@ pub enum Endian {
 
 /// The `bytes` codec.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BytesCodec {
+pub(crate) struct BytesCodec {
     endian: Option<Endian>,
 }
 
 impl BytesCodec {
     /// Parse the configuration for chunks of `repr`.
-    pub fn from_json(config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
+    pub(crate) fn from_json(config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
         let endian = match config.and_then(|c| c.get("endian")) {
             None => None,
             Some(Value::String(s)) if s == "little" => Some(Endian::Little),
@@ -44,7 +44,7 @@ impl BytesCodec {
     }
 
     /// The chunk's elements, little-endian; the size must be exact.
-    pub fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+    pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         let expected = repr.size_bytes();
         if encoded.len() != expected {
             return Err(corrupt(format!(
@@ -59,7 +59,7 @@ impl BytesCodec {
 
     /// The first `encoded.len()` bytes of the chunk's elements (a whole
     /// number of elements), little-endian.
-    pub fn decode_prefix(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+    pub(crate) fn decode_prefix(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         if encoded.len() > repr.size_bytes() || encoded.len() % repr.data_type.size() != 0 {
             return Err(corrupt(format!(
                 "a prefix of {} bytes does not fit chunks of shape {:?} of {}",

@@ -13,7 +13,7 @@ use crate::engine::error::Result;
 
 /// An array -> bytes codec.
 #[derive(Debug, Clone)]
-pub enum ArrayToBytesCodec {
+pub(crate) enum ArrayToBytesCodec {
     /// `bytes`
     Bytes(BytesCodec),
     /// `sharding_indexed`

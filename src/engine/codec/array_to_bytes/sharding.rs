@@ -28,7 +28,7 @@ use crate::engine::json::u64_list;
 
 /// Where the index sits in the shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexLocation {
+pub(crate) enum IndexLocation {
     /// The first bytes of the shard.
     Start,
     /// The last bytes of the shard.
@@ -94,27 +94,27 @@ impl ShardingCodec {
     }
 
     /// Inner chunks along each dimension of a shard.
-    pub fn chunks_per_shard(&self) -> &[u64] {
+    pub(crate) fn chunks_per_shard(&self) -> &[u64] {
         &self.chunks_per_shard
     }
 
     /// The inner chunk shape.
-    pub fn inner_shape(&self) -> &[u64] {
+    pub(crate) fn inner_shape(&self) -> &[u64] {
         &self.inner.decoded_repr().shape
     }
 
     /// The codecs of inner chunks.
-    pub fn inner_codecs(&self) -> &Arc<CodecChain> {
+    pub(crate) fn inner_codecs(&self) -> &Arc<CodecChain> {
         &self.inner
     }
 
     /// Where the index is.
-    pub fn index_location(&self) -> IndexLocation {
+    pub(crate) fn index_location(&self) -> IndexLocation {
         self.index_location
     }
 
     /// Encoded size of the index in bytes.
-    pub fn index_size(&self) -> usize {
+    pub(crate) fn index_size(&self) -> usize {
         self.index_size
     }
 
@@ -152,7 +152,7 @@ impl ShardingCodec {
     }
 
     /// The byte range of the index in a shard of `shard_size` bytes.
-    pub fn index_range(&self, shard_size: u64) -> Range<u64> {
+    pub(crate) fn index_range(&self, shard_size: u64) -> Range<u64> {
         let n = self.index_size as u64;
         match self.index_location {
             IndexLocation::Start => 0..n.min(shard_size),
@@ -205,7 +205,7 @@ impl ShardingCodec {
     }
 
     /// The index position of the inner chunk at `coords` (C order).
-    pub fn linear_index(&self, coords: &[u64]) -> usize {
+    pub(crate) fn linear_index(&self, coords: &[u64]) -> usize {
         coords
             .iter()
             .zip(&self.chunks_per_shard)

@@ -14,14 +14,14 @@ use crate::engine::error::{corrupt, Error, Result};
 
 /// Blosc with one of the compressors built in (blosclz, lz4, lz4hc, zlib, zstd).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BloscCodec;
+pub(crate) struct BloscCodec;
 
 /// Largest decoded size accepted when the chain does not know the size.
 const MAX_UNKNOWN_SIZE: usize = 1 << 31;
 
 impl BloscCodec {
     /// Validate the configuration.
-    pub fn from_json(config: Option<&Map<String, Value>>) -> Result<Self> {
+    pub(crate) fn from_json(config: Option<&Map<String, Value>>) -> Result<Self> {
         let cname = config.and_then(|c| c.get("cname"));
         match cname.and_then(Value::as_str) {
             Some("blosclz" | "lz4" | "lz4hc" | "zlib" | "zstd") | None => {}
@@ -41,7 +41,7 @@ impl BloscCodec {
     }
 
     /// Decompress a blosc frame.
-    pub fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
+    pub(crate) fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
         let mut nbytes = 0usize;
         // SAFETY: validate reads at most `encoded.len()` bytes of `encoded`.
         let valid =

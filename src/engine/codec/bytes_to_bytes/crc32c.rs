@@ -10,11 +10,11 @@ use crate::engine::error::{corrupt, Result};
 
 /// CRC-32C (Castagnoli) checksum.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Crc32cCodec;
+pub(crate) struct Crc32cCodec;
 
 impl Crc32cCodec {
     /// Verify and strip the checksum.
-    pub fn decode(&self, encoded: Bytes) -> Result<Bytes> {
+    pub(crate) fn decode(&self, encoded: Bytes) -> Result<Bytes> {
         if encoded.len() < 4 {
             return Err(corrupt(format!(
                 "crc32c: {} bytes is too short for a checksum",

@@ -10,17 +10,17 @@ use crate::engine::error::Result;
 
 /// gzip (RFC 1952); decoding accepts concatenated members.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GzipCodec;
+pub(crate) struct GzipCodec;
 
 impl GzipCodec {
     /// Validate the configuration (`level` 0..=9).
-    pub fn from_json(config: Option<&Map<String, Value>>) -> Result<Self> {
+    pub(crate) fn from_json(config: Option<&Map<String, Value>>) -> Result<Self> {
         int_field(config, "gzip", "level", 0..=9, Some(6))?;
         Ok(Self)
     }
 
     /// Decompress.
-    pub fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
+    pub(crate) fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
         read_limited(flate2::read::MultiGzDecoder::new(encoded), expected, "gzip")
     }
 }

@@ -16,7 +16,7 @@ use crate::engine::error::{corrupt, Result};
 
 /// A bytes -> bytes codec.
 #[derive(Debug, Clone)]
-pub enum BytesToBytesCodec {
+pub(crate) enum BytesToBytesCodec {
     /// `gzip`
     Gzip(GzipCodec),
     /// `zstd`

@@ -12,7 +12,7 @@ use crate::engine::error::{corrupt, Result};
 
 /// Zstandard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZstdCodec;
+pub(crate) struct ZstdCodec;
 
 thread_local! {
     /// One decompression context per thread, reused by whole and prefix
@@ -34,7 +34,7 @@ fn failed(code: usize) -> crate::engine::error::Error {
 
 impl ZstdCodec {
     /// Validate the configuration (`level`, optional `checksum`).
-    pub fn from_json(config: Option<&Map<String, Value>>) -> Result<Self> {
+    pub(crate) fn from_json(config: Option<&Map<String, Value>>) -> Result<Self> {
         int_field(config, "zstd", "level", -131072..=22, Some(0))?;
         if let Some(v) = config.and_then(|c| c.get("checksum")) {
             if !v.is_boolean() {
@@ -45,7 +45,7 @@ impl ZstdCodec {
     }
 
     /// Decompress one or more frames.
-    pub fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
+    pub(crate) fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
         if let Some(n) = expected {
             // One-shot decode into an exactly sized buffer: works with or
             // without the content size in the frame header.
@@ -71,7 +71,7 @@ impl ZstdCodec {
     /// the input is exactly one complete frame (so truncation is still an
     /// error) that declares `full` as its content size and carries no
     /// checksum (a checksum can only be verified by decoding to the end).
-    pub fn decode_prefix(&self, encoded: &[u8], full: usize, prefix: usize) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn decode_prefix(&self, encoded: &[u8], full: usize, prefix: usize) -> Result<Option<Vec<u8>>> {
         use zstd::zstd_safe::{
             find_frame_compressed_size, get_frame_content_size, InBuffer, OutBuffer, ResetDirective,
         };

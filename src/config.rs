@@ -88,8 +88,8 @@ pub struct Config {
     pub decoded_chunk_cache_bytes: u64,
     /// Target bytes of one streamed slab.
     pub slab_bytes: u64,
-    /// Inner-chunk ranges closer than this are fetched together; absent:
-    /// 0 for local directories, 256 KiB for remote stores.
+    /// Object stores: inner-chunk ranges closer than this are fetched
+    /// together (absent: 256 KiB). Local directories read exact ranges.
     pub coalesce_gap_bytes: Option<u64>,
     /// Chunks or shards read at once per request.
     pub read_concurrency: usize,

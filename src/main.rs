@@ -21,11 +21,8 @@ fn fail(message: &str) -> ! {
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() {
-    // Give freed memory back to the OS after 10 ms rather than this build's
-    // default of 1 s: streamed slabs are tens of MiB each, and with a 1 s
-    // delay a 1 GiB stream peaked near 300 MiB instead of 250. (0 purges at
-    // once but faults pages back in: half the throughput.) The environment's
-    // MIMALLOC_PURGE_DELAY still wins.
+    // Give freed memory (tens of MiB per streamed slab) back to the OS after
+    // 10 ms rather than 1 s (BENCHMARKS.md); MIMALLOC_PURGE_DELAY still wins.
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: setting an option is a plain store that mimalloc reads on its next purge.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
@@ -33,9 +30,8 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        // Blocking threads do local file I/O (decoding has its own threads,
-        // one per core). More of them only add per-thread allocator heaps:
-        // uncapped, a 1 GiB stream grew 80 threads and 487 MiB peak RSS.
+        // Blocking threads do local file I/O (decoding has its own threads);
+        // more of them only add per-thread allocator heaps (BENCHMARKS.md).
         .max_blocking_threads(4 * cores)
         .build()
         .unwrap_or_else(|e| fail(&format!("cannot start the runtime: {e}")));

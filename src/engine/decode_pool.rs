@@ -1,18 +1,12 @@
 //! The threads that decode chunks: one per core, each taking the next job
 //! as soon as it finishes one, lowest [`Priority`] first.
 //!
-//! Decoding is CPU-bound, so more threads than cores only time-slice them
-//! (and thrash their caches), and handing each job to a fresh blocking task
-//! left the cores idle between jobs while the runtime woke the next one
-//! (a sixth of a bulk read with one job per core).
-//!
-//! Jobs run in the order of their slab's ticket ([`crate::engine::resources::Resources::ticket`]), taken when the slab
-//! gets its turn to be read (a streamed response takes it once the slab
-//! holds one of the response's slots): a streamed response's earlier slab finishes first while its next
-//! one fills the gaps (first-come jobs had the two finish together, then
-//! the cores idled while the client took them), and reads share the
-//! decoders first come, first served, slab by slab, so none waits for more
-//! than the slabs already started.
+//! Decoding is CPU-bound, so more threads than cores only time-slice them.
+//! Jobs run in the order of their slab's ticket
+//! ([`crate::engine::Resources`] hands them out as slabs start), so a
+//! streamed response's earlier slab finishes first and reads share the
+//! decoders first come, first served, slab by slab. The measurements behind
+//! this are in BENCHMARKS.md ("Why the read path is shaped so").
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;

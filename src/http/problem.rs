@@ -153,3 +153,32 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each engine error variant has its own status, chosen by variant.
+    #[test]
+    fn engine_errors_map_by_variant() {
+        let cases = [
+            (EngineError::NotFound("x".into()), 404),
+            (EngineError::InvalidRequest("x".into()), 400),
+            (EngineError::Unsupported("x".into()), 501),
+            (EngineError::corrupt("k", "x"), 502),
+            (EngineError::Store(StoreError::Unavailable("x".into())), 503),
+            (EngineError::Store(StoreError::Changed("k".into())), 503),
+            (
+                EngineError::Store(StoreError::Timeout(std::time::Duration::from_secs(1))),
+                504,
+            ),
+            (EngineError::Store(StoreError::InvalidKey("x".into())), 400),
+            (EngineError::Overloaded("x".into()), 503),
+            (EngineError::Internal("a decoder panicked: x".into()), 500),
+        ];
+        for (error, status) in cases {
+            let response = ApiError::from(error.clone()).into_response();
+            assert_eq!(response.status().as_u16(), status, "{error:?}");
+        }
+    }
+}

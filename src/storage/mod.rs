@@ -252,7 +252,7 @@ impl Store {
     /// A local file is opened once and its ranges read on one blocking
     /// thread; other stores get one request per group of ranges closer than
     /// [`StoreOptions::coalesce_gap`] (object_store's `coalesce_ranges`).
-    pub(crate) async fn get_ranges(
+    pub async fn get_ranges(
         &self,
         key: &str,
         ranges: &[Range<u64>],
@@ -321,7 +321,7 @@ impl Store {
 
     /// The names of the children of `prefix` (`""` for the root): the
     /// sub-directories and the objects directly under it, each sorted.
-    pub(crate) async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
+    pub async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
         let path = self.path(prefix)?;
         let listing = self.run(self.inner.list_with_delimiter(Some(&path))).await?;
         let Some(listing) = listing else {

@@ -6,9 +6,7 @@
 //! the next is read) when they fit, else one. A slab's slot is released only
 //! when the consumer drops its bytes (for a response: when the server has
 //! written the frame), so memory stays within that however fast the reads
-//! are. Measured: two 64 MiB slabs of the 1 GiB benchmark volume peaked at
-//! 247-265 MiB RSS; 16 MiB slabs keep the overlap that bulk reads gain from
-//! (a third in flight measured no faster).
+//! are (measurements in BENCHMARKS.md).
 
 use std::sync::Arc;
 

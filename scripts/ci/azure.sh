@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Stage azure: the store suites over Azure Blob (Azurite from npm) on loopback.
+source "$(dirname "$0")/lib.sh"
+AZ_BIN=$ROOT/.cache/azurite/node_modules/.bin/azurite-blob
+if [ ! -x "$AZ_BIN" ]; then
+  echo "SKIPPED azure: no Azurite (needs npm; scripts/ci/setup.sh installs it)"
+  exit 0
+fi
+ensure_fixtures
+ensure_release_binary
+step "azure: Azurite on loopback"
+AZ_PORT=$(free_port)
+"$AZ_BIN" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --inMemoryPersistence \
+  --skipApiVersionCheck --silent >"$WORK/azurite.log" 2>&1 &
+PIDS+=($!)
+wait_for "http://127.0.0.1:$AZ_PORT/"
+export AZURE_STORAGE_USE_EMULATOR=true AZURITE_BLOB_STORAGE_URL=http://127.0.0.1:$AZ_PORT
+"$PY" tests/azure/upload.py "$AZURITE_BLOB_STORAGE_URL" zarr-fixtures interop/data.zarr "$ZARR_FIXTURES/data.zarr"
+store_suites az://zarr-fixtures/interop/data.zarr

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Stage interop: fixtures freshly written by zarr-python and tensorstore
+# (verified by both), the Rust suites on them, then zarr-python, numpy.load
+# and schemathesis against a running server.
+source "$(dirname "$0")/lib.sh"
+step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
+ensure_fixtures
+cargo test --release --locked --test storage --test interop --test http
+step "interop: the service over HTTP: zarr-python through the passthrough, numpy.load, schemathesis"
+ensure_release_binary
+start_server "$ZARR_FIXTURES/data.zarr"
+"$PY" -m pytest -q tests/python
+PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"
+stop_server

@@ -1,0 +1,63 @@
+# Shared by the CI stages (sourced, not run): paths, the Python venv, ports,
+# the fixtures generated once per run, and a server over them.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+export PATH=$PATH:/usr/sbin
+VENV=${ZS_VENV:-$ROOT/.venv-test}
+PY=$VENV/bin/python
+# Fresh fixtures, logs and emulator data of this run; every stage uses the same.
+WORK=${ZS_WORK:-$ROOT/.cache/ci}
+mkdir -p "$WORK"
+
+step() { printf '\n==> %s\n' "$*"; }
+need_venv() { [ -x "$PY" ] || { echo "no Python venv at $VENV: run scripts/ci/setup.sh"; exit 1; }; }
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1"; return 1; }
+
+PIDS=()
+stop_all() {
+  local rc=$?
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ "$rc" != 0 ]; then
+    for log in "$WORK"/*.log; do [ -f "$log" ] && { echo "--- last lines of $log"; tail -40 "$log"; }; done
+  fi
+}
+trap stop_all EXIT
+
+# Fixtures written by zarr-python and tensorstore in this run, verified by both.
+ensure_fixtures() {
+  need_venv
+  if [ ! -f "$WORK/interop/manifest.json" ]; then
+    rm -rf "$WORK/interop"
+    "$PY" tests/fixtures/generate.py "$WORK/interop" >/dev/null
+    "$PY" tests/fixtures/verify.py "$WORK/interop"
+  fi
+  export ZARR_FIXTURES=$WORK/interop
+}
+
+ensure_release_binary() { cargo build --release --locked --bin zarr-serve; }
+
+# zarr-serve over the fixtures at URL and the sample, on a free port.
+start_server() {
+  PORT=$(free_port)
+  ./target/release/zarr-serve --listen "127.0.0.1:$PORT" \
+    --dataset "fixtures=$1" --dataset "sample=$ROOT/sample/sample.zarr" >>"$WORK/server.log" 2>&1 &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  wait_for "http://127.0.0.1:$PORT/healthz"
+  export TEST_SERVER_URL=http://127.0.0.1:$PORT
+}
+stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; }
+
+# The suites every store backend runs: the store contract, region reads and
+# HTTP against the fixtures in that store, and the Python clients through it.
+store_suites() {  # store_suites URL [extra cargo test args]
+  export ZARR_FIXTURES_STORE=$1
+  shift
+  cargo test --release --locked --test storage --test interop --test http "$@"
+  start_server "$ZARR_FIXTURES_STORE"
+  "$PY" -m pytest -q tests/python
+  stop_server
+  unset ZARR_FIXTURES_STORE
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install what the tests need and the machine lacks: Debian packages (curl,
+# python3-venv, wrk, nginx-light; with sudo when not root), the pinned Python
+# packages into .venv-test, Azurite (npm, pinned) into .cache/azurite and
+# cargo-fuzz. Safe to run again: it skips what is there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+export PATH=$PATH:/usr/sbin
+SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+pkgs=()
+command -v curl >/dev/null || pkgs+=(curl)
+python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3-venv)
+command -v wrk >/dev/null || pkgs+=(wrk)
+command -v nginx >/dev/null || pkgs+=(nginx-light)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  echo "installing ${pkgs[*]}"
+  # Keep the packaged nginx service from starting on port 80 (the tests run their own).
+  [ -e /usr/sbin/policy-rc.d ] || printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+
+VENV=${ZS_VENV:-$ROOT/.venv-test}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install -q --disable-pip-version-check \
+  -r tests/fixtures/requirements.txt -r tests/python/requirements.txt -r tests/s3/requirements.txt \
+  -r tests/azure/requirements.txt -r tests/gcs/requirements.txt
+
+if command -v npm >/dev/null; then
+  AZ_DIR=$ROOT/.cache/azurite
+  if [ ! -x "$AZ_DIR/node_modules/.bin/azurite-blob" ]; then
+    mkdir -p "$AZ_DIR"
+    (cd "$AZ_DIR" && npm install --silent --no-audit --no-fund --no-save azurite@3.37.0 >/dev/null)
+  fi
+else
+  echo "npm not found: the azure stage will be skipped"
+fi
+
+command -v cargo-fuzz >/dev/null || cargo install --locked --quiet cargo-fuzz@0.13.1
+echo "setup done"

@@ -11,6 +11,7 @@ use futures::StreamExt;
 
 use super::error::{Error, Result};
 use super::metadata::NodeMetadata;
+use super::metadata_v2;
 use super::node::Node;
 use super::resources::Resources;
 use crate::storage::{join, validate_key, ByteRange, Store};
@@ -80,23 +81,42 @@ impl Dataset {
         Ok(node)
     }
 
+    /// A node is what its own metadata says: `zarr.json` first, else
+    /// Zarr v2's `.zarray` or `.zgroup`, else an implicit (v3) group when
+    /// nodes lie below it.
     async fn load_node(&self, path: &str) -> Result<Node> {
+        let node = |metadata, etag| Node {
+            path: path.to_string(),
+            metadata,
+            etag,
+            rendered: Default::default(),
+        };
         let meta_key = join(path, "zarr.json");
-        match self.store.get(&meta_key, ByteRange::All, None).await? {
-            Some(read) => Ok(Node {
-                path: path.to_string(),
-                metadata: Some(NodeMetadata::parse(&read.data, &meta_key)?),
-                etag: read.info.etag,
-                rendered: Default::default(),
-            }),
-            None if self.has_descendant_node(path).await? => Ok(Node {
-                path: path.to_string(),
-                metadata: None,
-                etag: None,
-                rendered: Default::default(),
-            }),
-            None => Err(Error::NotFound(format!("no node '/{path}' in dataset '{}'", self.name))),
+        if let Some(read) = self.store.get(&meta_key, ByteRange::All, None).await? {
+            let metadata = NodeMetadata::parse(&read.data, &meta_key)?;
+            return Ok(node(Some(metadata), read.info.etag));
         }
+        for (name, is_array) in [(".zarray", true), (".zgroup", false)] {
+            let key = join(path, name);
+            let Some(read) = self.store.get(&key, ByteRange::All, None).await? else {
+                continue;
+            };
+            let attrs = self.store.get(&join(path, ".zattrs"), ByteRange::All, None).await?;
+            let attrs_data = attrs.as_ref().map(|a| &a.data[..]);
+            let metadata = if is_array {
+                metadata_v2::array_node(&read.data, attrs_data, &key)?
+            } else {
+                metadata_v2::group_node(&read.data, attrs_data, &key)?
+            };
+            // Either document changing changes the node's version.
+            let attrs_etag = attrs.and_then(|a| a.info.etag).unwrap_or_default();
+            let etag = read.info.etag.map(|e| format!("{e}+{attrs_etag}"));
+            return Ok(node(Some(metadata), etag));
+        }
+        if self.has_descendant_node(path).await? {
+            return Ok(node(None, None));
+        }
+        Err(Error::NotFound(format!("no node '/{path}' in dataset '{}'", self.name)))
     }
 
     /// Whether any `zarr.json` lies below `path` (an implicit group).

@@ -16,20 +16,29 @@ use super::data_type::DataType;
 use super::error::{corrupt, Error, Result};
 use super::json::u64_list;
 
-/// The parsed `zarr.json` of a node, with the document kept verbatim.
+/// The parsed metadata of a node (`zarr.json`, or Zarr v2's `.zarray` or
+/// `.zgroup` with `.zattrs`), with the document kept verbatim.
 #[derive(Debug, Clone)]
 pub enum NodeMetadata {
     /// An array; `parsed` holds why it cannot be read, if it cannot.
     Array {
-        /// `zarr.json` verbatim.
+        /// `zarr.json` (or `.zarray`) verbatim.
         raw: Value,
+        /// 3 or 2.
+        zarr_format: u8,
+        /// The node's attributes (v2: `.zattrs`).
+        attributes: Value,
         /// The validated metadata, or why the array is unreadable.
         parsed: Result<Box<ArrayMetadata>>,
     },
     /// A group.
     Group {
-        /// `zarr.json` verbatim.
+        /// `zarr.json` (or `.zgroup`) verbatim.
         raw: Value,
+        /// 3 or 2.
+        zarr_format: u8,
+        /// The node's attributes (v2: `.zattrs`).
+        attributes: Value,
     },
 }
 
@@ -49,11 +58,24 @@ impl NodeMetadata {
             Some(v) => return Err(Error::Unsupported(format!("zarr_format {v} (only 3 is supported)"))),
             None => return Err(Error::corrupt(key, "zarr.json has no zarr_format")),
         }
+        let attributes = obj
+            .get("attributes")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
         match obj.get("node_type").and_then(Value::as_str) {
-            Some("group") => Ok(NodeMetadata::Group { raw }),
+            Some("group") => Ok(NodeMetadata::Group {
+                raw,
+                zarr_format: 3,
+                attributes,
+            }),
             Some("array") => {
-                let parsed = ArrayMetadata::from_json(&raw).map(Box::new);
-                Ok(NodeMetadata::Array { raw, parsed })
+                let parsed = ArrayMetadata::from_json(&raw).map(|m| Box::new(m.with_xarray_dimensions(&attributes)));
+                Ok(NodeMetadata::Array {
+                    raw,
+                    zarr_format: 3,
+                    attributes,
+                    parsed,
+                })
             }
             _ => Err(Error::corrupt(
                 key,
@@ -68,7 +90,21 @@ impl NodeMetadata {
     /// The document verbatim.
     pub fn raw(&self) -> &Value {
         match self {
-            NodeMetadata::Array { raw, .. } | NodeMetadata::Group { raw } => raw,
+            NodeMetadata::Array { raw, .. } | NodeMetadata::Group { raw, .. } => raw,
+        }
+    }
+
+    /// The node's attributes.
+    pub fn attributes(&self) -> &Value {
+        match self {
+            NodeMetadata::Array { attributes, .. } | NodeMetadata::Group { attributes, .. } => attributes,
+        }
+    }
+
+    /// 3 or 2.
+    pub fn zarr_format(&self) -> u8 {
+        match self {
+            NodeMetadata::Array { zarr_format, .. } | NodeMetadata::Group { zarr_format, .. } => *zarr_format,
         }
     }
 }
@@ -89,7 +125,7 @@ pub struct ArrayMetadata {
     /// The codec chain, resolved for the chunk shape.
     pub codecs: Arc<CodecChain>,
     /// `dimension_names`, if present.
-    pub(crate) dimension_names: Option<Vec<Option<String>>>,
+    pub dimension_names: Option<Vec<Option<String>>>,
 }
 
 const ARRAY_FIELDS: &[&str] = &[
@@ -146,6 +182,22 @@ impl ArrayMetadata {
             codecs,
             dimension_names,
         })
+    }
+}
+
+impl ArrayMetadata {
+    /// Dimension names from xarray's `_ARRAY_DIMENSIONS` attribute when the
+    /// metadata names none (Zarr v2, and v3 written without them).
+    pub(crate) fn with_xarray_dimensions(mut self, attributes: &Value) -> Self {
+        if self.dimension_names.is_none() {
+            let names = attributes.get("_ARRAY_DIMENSIONS").and_then(Value::as_array);
+            if let Some(names) = names.filter(|n| n.len() == self.shape.len()) {
+                let names: Option<Vec<Option<String>>> =
+                    names.iter().map(|n| n.as_str().map(|s| Some(s.to_string()))).collect();
+                self.dimension_names = names;
+            }
+        }
+        self
     }
 }
 

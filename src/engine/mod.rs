@@ -9,7 +9,8 @@
 //! - [`data_type`], [`chunk_grid`], [`chunk_key_encoding`], [`codec`] (the
 //!   spec's three codec kinds, one module per codec, sharding included),
 //!   `copy` (strided block copies between C-order buffers);
-//! - [`metadata`]: `zarr.json` parsed and validated; [`node`]: a node with
+//! - [`metadata`]: `zarr.json` parsed and validated, `metadata_v2`: Zarr
+//!   v2's `.zarray`, `.zgroup` and `.zattrs`; [`node`]: a node with
 //!   its metadata; [`selection`]: NumPy basic indexing;
 //! - [`plan`]: which chunks a selection touches and how the result is cut
 //!   into slabs;
@@ -32,6 +33,7 @@ mod error;
 mod hierarchy;
 mod json;
 mod metadata;
+mod metadata_v2;
 mod node;
 mod plan;
 mod read;
@@ -43,6 +45,7 @@ pub use data_type::DataType;
 pub use error::{Error, Result};
 pub use hierarchy::{Child, Dataset};
 pub use metadata::{ArrayMetadata, NodeMetadata};
+pub(crate) use metadata_v2::codecs_document as v2_codecs_document;
 pub use node::Node;
 pub use plan::{ReadOptions, ReadPlan};
 pub use read::Versions;

@@ -71,7 +71,9 @@ async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -
         .rendered
         .get_or_try_init(|| async {
             let doc = match &node.metadata {
-                Some(NodeMetadata::Array { raw, parsed }) => array_document(&node, raw, parsed.as_ref().map(|m| &**m)),
+                Some(meta @ NodeMetadata::Array { parsed, .. }) => {
+                    array_document(&node, meta, parsed.as_ref().map(|m| &**m))
+                }
                 _ => group_document(dataset, &node).await?,
             };
             Ok::<_, ApiError>(Bytes::from(doc.to_string()))
@@ -87,16 +89,29 @@ fn display_path(path: &str) -> String {
 
 fn array_document(
     node: &Node,
-    raw: &Value,
+    meta: &NodeMetadata,
     parsed: Result<&crate::engine::ArrayMetadata, &crate::engine::Error>,
 ) -> Value {
+    let raw = meta.raw();
+    let v2 = meta.zarr_format() == 2;
     let rank = raw["shape"].as_array().map_or(0, Vec::len);
     let chunk_shape = match parsed {
         Ok(m) => json!(m.chunk_grid.chunk_shape),
+        Err(_) if v2 => raw.get("chunks").cloned().unwrap_or(Value::Null),
         Err(_) => raw
             .pointer("/chunk_grid/configuration/chunk_shape")
             .cloned()
             .unwrap_or(Value::Null),
+    };
+    let (data_type, codecs) = if v2 {
+        let data_type = match parsed {
+            Ok(m) => json!(m.data_type.name()),
+            Err(_) => raw.get("dtype").cloned().unwrap_or(Value::Null),
+        };
+        (data_type, crate::engine::v2_codecs_document(raw))
+    } else {
+        let codecs = raw.get("codecs").cloned().unwrap_or_else(|| json!([]));
+        (raw["data_type"].clone(), codecs)
     };
     let (read_chunk_shape, grid_shape) = match parsed {
         Ok(m) => (
@@ -114,16 +129,16 @@ fn array_document(
     let mut doc = json!({
         "path": display_path(&node.path),
         "node_type": "array",
-        "zarr_format": 3,
+        "zarr_format": meta.zarr_format(),
         "shape": raw["shape"],
-        "data_type": raw["data_type"],
+        "data_type": data_type,
         "fill_value": raw["fill_value"],
         "chunk_shape": chunk_shape,
         "read_chunk_shape": read_chunk_shape,
         "chunk_grid_shape": grid_shape,
         "dimension_names": dimension_names,
-        "attributes": raw.get("attributes").cloned().unwrap_or_else(|| json!({})),
-        "codecs": raw.get("codecs").cloned().unwrap_or_else(|| json!([])),
+        "attributes": meta.attributes(),
+        "codecs": codecs,
         "readable": parsed.is_ok(),
         "metadata": raw,
     });
@@ -140,12 +155,13 @@ async fn group_document(dataset: &Dataset, node: &Node) -> Result<Value, ApiErro
         .into_iter()
         .map(|c| json!({"name": c.name, "path": display_path(&c.path), "node_type": c.node_type}))
         .collect();
-    let raw = node.metadata.as_ref().map(NodeMetadata::raw);
+    let meta = node.metadata.as_ref();
+    let raw = meta.map(NodeMetadata::raw);
     Ok(json!({
         "path": display_path(&node.path),
         "node_type": "group",
-        "zarr_format": 3,
-        "attributes": raw.and_then(|r| r.get("attributes")).cloned().unwrap_or_else(|| json!({})),
+        "zarr_format": meta.map_or(3, NodeMetadata::zarr_format),
+        "attributes": meta.map_or_else(|| json!({}), |m| m.attributes().clone()),
         "implicit": raw.is_none(),
         "children": children,
         "metadata": raw.cloned().unwrap_or(Value::Null),

@@ -10,14 +10,17 @@
 pub mod array_to_array;
 pub mod array_to_bytes;
 pub mod bytes_to_bytes;
+pub(crate) mod numcodecs;
 
 use bytes::Bytes;
 use serde_json::Value;
 
 use self::array_to_array::ArrayToArrayCodec;
+use self::array_to_bytes::bytes::Endian;
 use self::array_to_bytes::sharding::ShardingCodec;
 use self::array_to_bytes::ArrayToBytesCodec;
 use self::bytes_to_bytes::BytesToBytesCodec;
+use self::numcodecs::FilterStack;
 use super::data_type::DataType;
 use super::error::{corrupt, Error, Result};
 use super::json::name_and_configuration;
@@ -111,20 +114,73 @@ impl CodecChain {
         }
         let array_to_bytes =
             array_to_bytes.ok_or_else(|| corrupt(format!("codecs {codecs} has no array->bytes codec")))?;
+        Ok(Self::assemble(
+            array_to_array,
+            array_to_bytes,
+            current,
+            bytes_to_bytes,
+            repr,
+        ))
+    }
+
+    /// The chain of a Zarr v2 array whose chunks decode to `repr`: order
+    /// `F` as a transpose, then the `filters` and the dtype's byte order
+    /// `endian`, then the `compressor` (numcodecs configurations; null for
+    /// none).
+    pub(crate) fn from_v2(
+        filters: Option<&Value>,
+        compressor: Option<&Value>,
+        endian: Endian,
+        fortran_order: bool,
+        repr: &ChunkRepr,
+    ) -> Result<Self> {
+        let mut array_to_array = Vec::new();
+        let mut current = repr.clone();
+        if fortran_order && repr.shape.len() > 1 {
+            let config = serde_json::json!({"order": "F"});
+            let codec = ArrayToArrayCodec::from_json("transpose", config.as_object(), &current)?
+                .expect("transpose is an array->array codec");
+            let next = codec.encoded_repr(&current);
+            array_to_array.push((codec, current));
+            current = next;
+        }
+        let array_to_bytes = ArrayToBytesCodec::Numcodecs(FilterStack::from_json(filters, endian, &current)?);
+        let bytes_to_bytes = match compressor {
+            None | Some(Value::Null) => Vec::new(),
+            Some(config) => vec![BytesToBytesCodec::from_numcodecs(config)?],
+        };
+        Ok(Self::assemble(
+            array_to_array,
+            array_to_bytes,
+            current,
+            bytes_to_bytes,
+            repr,
+        ))
+    }
+
+    /// A chain from its validated parts; `current` is what the array->bytes
+    /// codec encodes.
+    fn assemble(
+        array_to_array: Vec<(ArrayToArrayCodec, ChunkRepr)>,
+        array_to_bytes: ArrayToBytesCodec,
+        current: ChunkRepr,
+        bytes_to_bytes: Vec<BytesToBytesCodec>,
+        repr: &ChunkRepr,
+    ) -> Self {
         let mut decoded_sizes = Vec::with_capacity(bytes_to_bytes.len());
         let mut size = array_to_bytes.encoded_size(&current);
         for b2b in &bytes_to_bytes {
             decoded_sizes.push(size);
             size = size.and_then(|s| b2b.encoded_size(s));
         }
-        Ok(Self {
+        Self {
             array_to_array,
             array_to_bytes,
             array_to_bytes_repr: current,
             bytes_to_bytes,
             decoded_sizes,
             decoded_repr: repr.clone(),
-        })
+        }
     }
 
     /// The representation this chain decodes to.

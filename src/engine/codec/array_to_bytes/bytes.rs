@@ -43,6 +43,12 @@ impl BytesCodec {
         Ok(Self { endian })
     }
 
+    /// A codec for elements of `repr` stored in `endian` byte order.
+    pub(crate) fn new(endian: Endian, repr: &ChunkRepr) -> Self {
+        let endian = (repr.data_type.swap_unit() > 1).then_some(endian);
+        Self { endian }
+    }
+
     /// The chunk's elements, little-endian; the size must be exact.
     pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         let expected = repr.size_bytes();

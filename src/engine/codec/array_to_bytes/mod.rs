@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use self::bytes::BytesCodec;
 use self::sharding::ShardingCodec;
+use super::numcodecs::FilterStack;
 use super::ChunkRepr;
 use crate::engine::error::Result;
 
@@ -18,6 +19,8 @@ pub(crate) enum ArrayToBytesCodec {
     Bytes(BytesCodec),
     /// `sharding_indexed`
     Sharding(Box<ShardingCodec>),
+    /// A Zarr v2 array's numcodecs filters and byte order.
+    Numcodecs(FilterStack),
 }
 
 impl ArrayToBytesCodec {
@@ -34,6 +37,7 @@ impl ArrayToBytesCodec {
     pub(crate) fn encoded_size(&self, repr: &ChunkRepr) -> Option<usize> {
         match self {
             Self::Bytes(_) => Some(repr.size_bytes()),
+            Self::Numcodecs(f) => f.keeps_size().then(|| repr.size_bytes()),
             Self::Sharding(_) => None,
         }
     }
@@ -43,6 +47,7 @@ impl ArrayToBytesCodec {
         match self {
             Self::Bytes(b) => b.decode(encoded, repr),
             Self::Sharding(s) => s.decode(encoded, repr),
+            Self::Numcodecs(f) => f.decode(encoded, repr),
         }
     }
 }

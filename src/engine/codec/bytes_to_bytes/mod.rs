@@ -1,18 +1,26 @@
 //! Bytes -> bytes codecs.
 
 pub mod blosc;
+pub mod bz2;
 pub mod crc32c;
 pub mod gzip;
+pub mod lz4;
+pub mod lzma;
+pub mod zlib;
 pub mod zstd;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use self::blosc::BloscCodec;
+use self::bz2::Bz2Codec;
 use self::crc32c::Crc32cCodec;
 use self::gzip::GzipCodec;
+use self::lz4::Lz4Codec;
+use self::lzma::LzmaCodec;
+use self::zlib::ZlibCodec;
 use self::zstd::ZstdCodec;
-use crate::engine::error::{corrupt, Result};
+use crate::engine::error::{corrupt, Error, Result};
 
 /// A bytes -> bytes codec.
 #[derive(Debug, Clone)]
@@ -25,6 +33,14 @@ pub(crate) enum BytesToBytesCodec {
     Blosc(BloscCodec),
     /// `crc32c`
     Crc32c(Crc32cCodec),
+    /// numcodecs `zlib` (Zarr v2)
+    Zlib(ZlibCodec),
+    /// numcodecs `bz2` (Zarr v2)
+    Bz2(Bz2Codec),
+    /// numcodecs `lzma` (Zarr v2)
+    Lzma(LzmaCodec),
+    /// numcodecs `lz4` (Zarr v2)
+    Lz4(Lz4Codec),
 }
 
 impl BytesToBytesCodec {
@@ -36,6 +52,33 @@ impl BytesToBytesCodec {
             "blosc" => Some(Self::Blosc(BloscCodec::from_json(config)?)),
             "crc32c" => Some(Self::Crc32c(Crc32cCodec)),
             _ => None,
+        })
+    }
+
+    /// The Zarr v2 compressor a numcodecs configuration names
+    /// (`{"id": "blosc", ...}`).
+    pub(crate) fn from_numcodecs(config: &Value) -> Result<Self> {
+        let obj = config
+            .as_object()
+            .ok_or_else(|| corrupt(format!("compressor {config} is not an object")))?;
+        let id = obj
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| corrupt(format!("compressor {config} has no id")))?;
+        Ok(match id {
+            "blosc" => {
+                // Frames are self-describing; numcodecs may store shuffle -1 (auto).
+                let mut checked = obj.clone();
+                checked.remove("shuffle");
+                Self::Blosc(BloscCodec::from_json(Some(&checked))?)
+            }
+            "zstd" => Self::Zstd(ZstdCodec::from_json(Some(obj))?),
+            "gzip" => Self::Gzip(GzipCodec::from_json(Some(obj))?),
+            "zlib" => Self::Zlib(ZlibCodec),
+            "bz2" => Self::Bz2(Bz2Codec),
+            "lzma" => Self::Lzma(LzmaCodec::from_json(obj)?),
+            "lz4" => Self::Lz4(Lz4Codec),
+            other => return Err(Error::Unsupported(format!("compressor \"{other}\""))),
         })
     }
 
@@ -53,6 +96,10 @@ impl BytesToBytesCodec {
             Self::Gzip(c) => c.decode(&encoded, expected)?,
             Self::Zstd(c) => c.decode(&encoded, expected)?,
             Self::Blosc(c) => c.decode(&encoded, expected)?,
+            Self::Zlib(c) => c.decode(&encoded, expected)?,
+            Self::Bz2(c) => c.decode(&encoded, expected)?,
+            Self::Lzma(c) => c.decode(&encoded, expected)?,
+            Self::Lz4(c) => c.decode(&encoded, expected)?,
             Self::Crc32c(c) => return c.decode(encoded),
         };
         Ok(Bytes::from(decoded))

@@ -1,0 +1,61 @@
+//! numcodecs' `lzma` compressor (Zarr v2), in its `.xz` (format 1, the
+//! default) and `.lzma` (format 2) containers; raw streams (format 3) need
+//! their filter chain and are unsupported.
+//!
+//! Docs: <https://numcodecs.readthedocs.io/en/stable/compression/lzma.html>.
+//! Example: `{"id": "lzma", "format": 1, "check": -1, "preset": null, "filters": null}`.
+
+use serde_json::{Map, Value};
+
+use super::read_limited;
+use crate::engine::error::{corrupt, Error, Result};
+
+/// The container of an lzma stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LzmaCodec {
+    /// `.xz`
+    Xz,
+    /// `.lzma` ("alone")
+    Alone,
+}
+
+impl LzmaCodec {
+    /// The container numcodecs' `format` names.
+    pub(crate) fn from_json(config: &Map<String, Value>) -> Result<Self> {
+        match config.get("format").map(|f| f.as_i64()) {
+            None | Some(Some(0 | 1)) => Ok(Self::Xz),
+            Some(Some(2)) => Ok(Self::Alone),
+            Some(Some(3)) => Err(Error::Unsupported("lzma raw format (format 3)".into())),
+            Some(_) => Err(corrupt(format!("lzma format {}", config["format"]))),
+        }
+    }
+
+    /// Decompress.
+    pub(crate) fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
+        let mut input = std::io::BufReader::new(encoded);
+        let mut out = Vec::with_capacity(expected.unwrap_or(0));
+        let done = match self {
+            Self::Xz => lzma_rs::xz_decompress(&mut input, &mut out),
+            Self::Alone => lzma_rs::lzma_decompress(&mut input, &mut out),
+        };
+        done.map_err(|e| corrupt(format!("lzma decompression failed: {e}")))?;
+        read_limited(&out[..], expected, "lzma")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_truncation() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let mut encoded = Vec::new();
+        lzma_rs::xz_compress(&mut &data[..], &mut encoded).unwrap();
+        assert_eq!(LzmaCodec::Xz.decode(&encoded, Some(5000)).unwrap(), data);
+        assert!(LzmaCodec::Xz.decode(&encoded[..encoded.len() - 5], Some(5000)).is_err());
+        let mut alone = Vec::new();
+        lzma_rs::lzma_compress(&mut &data[..], &mut alone).unwrap();
+        assert_eq!(LzmaCodec::Alone.decode(&alone, None).unwrap(), data);
+    }
+}

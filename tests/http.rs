@@ -737,3 +737,81 @@ async fn a_panicking_handler_is_a_500_and_the_server_keeps_serving() {
         assert_eq!(client().get(format!("{base}/boom")).send().await.unwrap().status(), 500);
     }
 }
+
+/// The Zarr v2 view: consolidated metadata, `.zarray` with the read chunk
+/// shape, edge chunks padded to the full chunk with the array's elements in
+/// place, 404 outside the grid; listings of the view and the passthrough.
+#[tokio::test]
+async fn v2_view_and_listings() {
+    let server = Server::start(config()).await;
+    let path = "zarr_python/int16"; // 13 x 17 in 5 x 6 chunks
+    let entry = array_entry(path);
+    let whole = expected(entry["expected"].as_str().unwrap());
+    let zarray: Value = get(&server, &format!("/v1/datasets/fixtures/v2/{path}/.zarray"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(zarray["chunks"], serde_json::json!([5, 6]));
+    assert_eq!(
+        (zarray["dtype"].as_str(), zarray["order"].as_str()),
+        (Some("<i2"), Some("C"))
+    );
+    // The corner chunk (2, 2) holds rows 10..13 and columns 12..17.
+    let chunk = get(&server, &format!("/v1/datasets/fixtures/v2/{path}/2.2")).await;
+    assert_eq!(chunk.status(), 200);
+    let chunk = chunk.bytes().await.unwrap();
+    assert_eq!(chunk.len(), 5 * 6 * 2, "padded to the full chunk");
+    for row in 0..3 {
+        let src = ((10 + row) * 17 + 12) * 2;
+        assert_eq!(&chunk[row * 12..row * 12 + 10], &whole[src..src + 10], "row {row}");
+    }
+    assert_eq!(
+        get(&server, &format!("/v1/datasets/fixtures/v2/{path}/3.0"))
+            .await
+            .status(),
+        404
+    );
+    problem(
+        get(&server, "/v1/datasets/fixtures/v2/zarr_python/nope/.zarray").await,
+        404,
+    )
+    .await;
+    let meta: Value = get(&server, "/v1/datasets/fixtures/v2/.zmetadata")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(meta["metadata"][format!("{path}/.zarray")], zarray);
+    assert_eq!(
+        meta["metadata"]["v2/zlib/.zarray"]["compressor"],
+        Value::Null,
+        "served decoded"
+    );
+    let root = json_listing(&server, "/v1/datasets/fixtures/zarr/").await;
+    assert!(root["prefixes"].as_array().unwrap().iter().any(|p| p == "zarr_python"));
+    assert!(root["keys"].as_array().unwrap().iter().any(|k| k == "zarr.json"));
+    let view = json_listing(&server, &format!("/v1/datasets/fixtures/v2/{path}/")).await;
+    assert_eq!(
+        view["keys"].as_array().unwrap().len(),
+        2 + 9,
+        ".zarray, .zattrs and 3 x 3 chunks"
+    );
+    let html = get(&server, "/v1/datasets/fixtures/zarr/zarr_python/").await;
+    assert!(html.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(html.text().await.unwrap().contains("<a href=\"int16/\">"));
+}
+
+async fn json_listing(server: &Server, path: &str) -> Value {
+    let resp = client()
+        .get(server.url(path))
+        .header(header::ACCEPT, "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{path}");
+    resp.json().await.unwrap()
+}

@@ -10,5 +10,7 @@ step "interop: the service over HTTP: zarr-python through the passthrough, numpy
 ensure_release_binary
 start_server "$ZARR_FIXTURES/data.zarr"
 "$PY" -m pytest -q tests/python
+step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
+"${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py
 PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"
 stop_server

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need and the machine lacks: Debian packages (curl,
 # python3-venv, wrk, nginx-light; with sudo when not root), the pinned Python
-# packages into .venv-test, Azurite (npm, pinned) into .cache/azurite and
-# cargo-fuzz. Safe to run again: it skips what is there.
+# packages into .venv-test (and zarr-python 2.18 into .venv-zarr2), Azurite
+# (npm, pinned) into .cache/azurite and cargo-fuzz. Safe to run again: it skips what is there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -26,6 +26,11 @@ VENV=${ZS_VENV:-$ROOT/.venv-test}
 "$VENV/bin/pip" install -q --disable-pip-version-check \
   -r tests/fixtures/requirements.txt -r tests/python/requirements.txt -r tests/s3/requirements.txt \
   -r tests/azure/requirements.txt -r tests/gcs/requirements.txt
+
+# zarr-python 2.18 for the Zarr v2 view tests, in a venv of its own.
+VENV2=${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}
+[ -x "$VENV2/bin/python" ] || python3 -m venv "$VENV2"
+"$VENV2/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements-zarr2.txt
 
 if command -v npm >/dev/null; then
   AZ_DIR=$ROOT/.cache/azurite

@@ -18,7 +18,8 @@
 //!   of the process, built once from config;
 //! - [`hierarchy`]: datasets, opening nodes, listing children;
 //! - [`read`]: fetching, the sharding partial decoder, slab assembly and
-//!   slab streams.
+//!   slab streams;
+//! - `v2_view`: the whole dataset as a read-only Zarr v2 store.
 
 mod cache;
 mod chunk_grid;
@@ -39,6 +40,7 @@ mod plan;
 mod read;
 mod resources;
 mod selection;
+mod v2_view;
 
 pub use cache::{CacheOptions, CacheStats, Caches};
 pub use data_type::DataType;
@@ -51,3 +53,4 @@ pub use plan::{ReadOptions, ReadPlan};
 pub use read::Versions;
 pub use resources::{ResourceOptions, Resources};
 pub use selection::Selection;
+pub use v2_view::{Listing, ViewValue};

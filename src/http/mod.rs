@@ -8,6 +8,7 @@ mod ops;
 mod passthrough;
 mod problem;
 mod stall;
+mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -123,10 +124,14 @@ pub fn routes() -> Router<Arc<AppState>> {
         .layer(compression())
         .layer(middleware::map_response(etag_per_coding));
     let plain = Router::new()
+        .route("/v1/datasets/{ds}/zarr/", get(view::zarr_root).head(view::zarr_root))
         .route(
             "/v1/datasets/{ds}/zarr/{*key}",
             get(passthrough::get).head(passthrough::get),
         )
+        .route("/v1/datasets/{ds}/v2", get(view::v2_root).head(view::v2_root))
+        .route("/v1/datasets/{ds}/v2/", get(view::v2_root).head(view::v2_root))
+        .route("/v1/datasets/{ds}/v2/{*key}", get(view::v2_get).head(view::v2_get))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

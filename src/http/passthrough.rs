@@ -1,6 +1,7 @@
 //! Raw store values: `GET|HEAD /v1/datasets/{ds}/zarr/{key}`, so any Zarr v3
 //! client can read a dataset over plain HTTP. Single byte ranges are
-//! answered 206; `If-None-Match` 304.
+//! answered 206; `If-None-Match` 304. A key ending in `/` is a prefix
+//! listing ([`super::view`]).
 
 use std::sync::Arc;
 
@@ -61,6 +62,9 @@ pub(super) async fn get(
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    if let Some(prefix) = key.strip_suffix('/') {
+        return super::view::zarr_listing(&state, &ds, prefix, &method, &headers).await;
+    }
     let dataset = state.dataset(&ds, &headers)?;
     validate_key(&key).map_err(ApiError::BadRequest)?;
     let store = dataset.store();

@@ -1,0 +1,133 @@
+"""The Zarr v2 view (/v1/datasets/{ds}/v2/) and prefix listings (.../zarr/{prefix}/)
+against a *running* zarr-serve, read by the zarr-python and xarray of this
+interpreter: CI runs this file under zarr-python 3 (.venv-test) and under
+zarr-python 2.18 (.venv-zarr2, tests/python/requirements-zarr2.txt).
+
+    TEST_SERVER_URL=http://127.0.0.1:8080 pytest tests/python/test_v2_view.py
+
+The server must serve the interop fixtures as dataset `fixtures` and the sample
+as dataset `sample` (scripts/ci/interop.sh does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+import xarray as xr
+import zarr
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BASE_URL = os.environ.get("TEST_SERVER_URL", "http://127.0.0.1:8080").rstrip("/")
+FIXTURES = Path(os.environ.get("ZARR_FIXTURES", REPO_ROOT / "tests" / "fixtures" / "interop"))
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+SAMPLE = REPO_ROOT / "sample" / "sample.zarr"
+ZARR_MAJOR = int(zarr.__version__.split(".")[0])
+
+DTYPES = {
+    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8", "complex128": "<c16",
+}
+# Every readable fixture array of a type the view serves.
+VIEW_ARRAYS = [a for a in MANIFEST["arrays"] if a["data_type"] in DTYPES]
+
+
+def view(ds: str) -> str:
+    return f"{BASE_URL}/v1/datasets/{ds}/v2"
+
+
+def expected(entry) -> np.ndarray:
+    raw = (FIXTURES / entry["expected"]).read_bytes()
+    return np.frombuffer(raw, dtype=DTYPES[entry["data_type"]]).reshape(tuple(entry["shape"]))
+
+
+def le_bytes(a) -> bytes:
+    a = np.asarray(a)
+    if a.dtype.byteorder == ">":
+        a = a.byteswap().view(a.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(a).tobytes()
+
+
+@pytest.mark.parametrize("entry", VIEW_ARRAYS, ids=[a["path"] for a in VIEW_ARRAYS])
+def test_every_array_reads_through_the_view(entry):
+    """zarr-python reads each array through the view, chunk by chunk, byte for byte."""
+    arr = zarr.open_array(f"{view('fixtures')}/{entry['path']}", mode="r")
+    assert list(arr.shape) == entry["shape"]
+    assert le_bytes(arr[...]) == le_bytes(expected(entry))
+
+
+def test_consolidated_metadata_names_every_view_array():
+    meta = requests.get(f"{view('fixtures')}/.zmetadata", timeout=30).json()
+    assert meta["zarr_consolidated_format"] == 1
+    keys = meta["metadata"]
+    for entry in VIEW_ARRAYS:
+        zarray = keys[f"{entry['path']}/.zarray"]
+        assert zarray["shape"] == entry["shape"]
+        assert zarray["compressor"] is None and zarray["order"] == "C"
+    # Unreadable arrays are left out, groups are there.
+    assert ".zgroup" in keys and "zarr_python/.zgroup" in keys
+
+
+def direct(path) -> xr.Dataset:
+    return xr.open_zarr(str(path), consolidated=False)
+
+
+def assert_same(a: xr.Dataset, b: xr.Dataset):
+    assert sorted(a.data_vars) == sorted(b.data_vars)
+    for name in a.data_vars:
+        x, y = a[name].values, b[name].values
+        assert x.dtype == y.dtype and x.shape == y.shape, name
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"), name
+        assert a[name].dims == b[name].dims, name
+
+
+@pytest.mark.skipif(ZARR_MAJOR < 3, reason="reading the v3 sample directly needs zarr-python 3")
+def test_xarray_reads_the_sample_through_the_view_as_directly():
+    assert_same(direct(SAMPLE), xr.open_zarr(f"{view('sample')}/", consolidated=True))
+
+
+def test_xarray_reads_the_view_with_this_zarr():
+    """With either zarr-python: every variable of the sample, through the view,
+    equals what zarr-python reads from the view's chunks one by one."""
+    ds = xr.open_zarr(f"{view('sample')}/", consolidated=True)
+    assert {"temperature", "mask"} <= set(ds.data_vars)
+    for name in ("temperature", "mask"):
+        whole = zarr.open_array(f"{view('sample')}/{name}", mode="r")[...]
+        assert np.array_equal(ds[name].values, whole, equal_nan=True)
+    assert ds["temperature"].dims == ("time", "y", "x")
+
+
+@pytest.mark.skipif(ZARR_MAJOR < 3, reason="the passthrough serves Zarr v3, which needs zarr-python 3")
+def test_xarray_lists_the_passthrough():
+    """Without a listing, xarray would open the root and see no variables."""
+    assert_same(direct(SAMPLE), xr.open_zarr(f"{BASE_URL}/v1/datasets/sample/zarr/", consolidated=False))
+
+
+def test_listings_in_html_and_json():
+    base = f"{BASE_URL}/v1/datasets/sample"
+    html = requests.get(f"{base}/zarr/", timeout=30)
+    assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+    for link in ('href="temperature/"', 'href="zarr.json"'):
+        assert link in html.text
+    listing = requests.get(f"{base}/zarr/temperature/", headers={"Accept": "application/json"}, timeout=30).json()
+    assert listing == {"prefixes": ["c"], "keys": ["zarr.json"]}
+    root = requests.get(f"{base}/v2/", headers={"Accept": "application/json"}, timeout=30).json()
+    assert {".zgroup", ".zattrs", ".zmetadata"} <= set(root["keys"])
+    assert "temperature" in root["prefixes"]
+    assert requests.get(f"{base}/zarr/no_such_prefix/", timeout=30).status_code == 404
+    assert requests.get(f"{base}/v2/no_such_key", timeout=30).status_code == 404
+    assert requests.get(f"{base}/v2/temperature/99.0.0", timeout=30).status_code == 404
+
+
+def test_view_values_have_etags_and_answer_304():
+    url = f"{view('sample')}/temperature/0.0.0"
+    r = requests.get(url, timeout=30)
+    assert r.status_code == 200 and r.headers["etag"].startswith('"')
+    assert len(r.content) == 4 * 32 * 32 * 4
+    again = requests.get(url, headers={"If-None-Match": r.headers["etag"]}, timeout=30)
+    assert again.status_code == 304

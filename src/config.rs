@@ -109,6 +109,10 @@ pub struct Config {
     pub buffer_pool_bytes: u64,
     /// Origins allowed by CORS (`*` for any); empty: no CORS headers.
     pub cors_origins: Vec<String>,
+    /// `Cache-Control: max-age` of data, node, listing and passthrough responses, in seconds.
+    pub cache_max_age_secs: u64,
+    /// Bearer token `/metrics` requires, if set (never shown or logged).
+    pub metrics_token: Option<String>,
     /// Seconds to finish in-flight requests after SIGTERM.
     pub shutdown_grace_secs: f64,
     /// The datasets by name.
@@ -141,6 +145,8 @@ impl Default for Config {
             decode_threads: 0,
             buffer_pool_bytes: 64 << 20,
             cors_origins: vec![],
+            cache_max_age_secs: 60,
+            metrics_token: None,
             shutdown_grace_secs: 30.0,
             datasets: BTreeMap::new(),
         }

@@ -815,3 +815,112 @@ async fn json_listing(server: &Server, path: &str) -> Value {
     assert_eq!(resp.status(), 200, "{path}");
     resp.json().await.unwrap()
 }
+
+/// Contract 2.8: a path that is not UTF-8 once percent-decoded (overlong
+/// forms included) is a 400 problem on every route.
+#[tokio::test]
+async fn undecodable_paths_are_problems_on_every_route() {
+    let server = Server::start(config()).await;
+    for bad in ["%c0%ae%c0%ae", "%ff", "a%80b"] {
+        for route in [
+            format!("/v1/datasets/{bad}"),
+            format!("/v1/datasets/{bad}/nodes"),
+            format!("/v1/datasets/sample/nodes/{bad}"),
+            format!("/v1/datasets/sample/data/{bad}"),
+            format!("/v1/datasets/sample/zarr/{bad}"),
+            format!("/v1/datasets/sample/v2/{bad}"),
+        ] {
+            // reqwest would re-encode the path: send it as written.
+            let resp = client().get(server.url(&route)).send().await.unwrap();
+            assert_eq!(resp.url().path(), route, "sent as written");
+            problem(resp, 400).await;
+        }
+    }
+    assert_eq!(raw_status(&server, "/v1/datasets/sample/nodes/%ff%fe").await, 400);
+}
+
+/// Contract 2.8: node documents, `/v1/datasets` and listings have strong
+/// ETags and answer 304; cacheable answers carry `Cache-Control`.
+#[tokio::test]
+async fn documents_have_etags_and_cache_control() {
+    let mut cfg = config();
+    cfg.cache_max_age_secs = 42;
+    let server = Server::start(cfg).await;
+    for path in [
+        "/v1/datasets",
+        "/v1/datasets/sample/nodes",
+        "/v1/datasets/sample/nodes/temperature",
+        "/v1/datasets/sample/zarr/",
+        "/v1/datasets/sample/v2/.zmetadata",
+    ] {
+        let first = get(&server, path).await;
+        assert_eq!(first.status(), 200, "{path}");
+        assert_eq!(first.headers()[header::CACHE_CONTROL], "max-age=42", "{path}");
+        let etag = first.headers()[header::ETAG].to_str().unwrap().to_string();
+        assert!(etag.starts_with('"') && !etag.starts_with("W/"), "{path}: {etag}");
+        let again = client()
+            .get(server.url(path))
+            .header(header::IF_NONE_MATCH, &etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304, "{path}");
+        assert_eq!(again.headers()[header::ETAG].to_str().unwrap(), etag, "{path}");
+    }
+    for path in [
+        "/v1/datasets/sample/data/mask?select=0:2,0:2",
+        "/v1/datasets/sample/zarr/zarr.json",
+    ] {
+        let resp = get(&server, path).await;
+        assert_eq!(resp.headers()[header::CACHE_CONTROL], "max-age=42", "{path}");
+    }
+    let missing = get(&server, "/v1/datasets/sample/nodes/nope").await;
+    assert!(
+        !missing.headers().contains_key(header::CACHE_CONTROL),
+        "errors are not cached"
+    );
+}
+
+/// Contract 2.8: with authentication on, `/v1/datasets` lists only what the
+/// request may read, and `/metrics` can require its own token.
+#[tokio::test]
+async fn datasets_listing_and_metrics_follow_authentication() {
+    let mut cfg = config();
+    cfg.datasets.get_mut("sample").unwrap().token = Some("sample-token".into());
+    cfg.metrics_token = Some("metrics-token".into());
+    let server = Server::start(cfg).await;
+    let names = |body: Value| -> Vec<String> {
+        body["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let listing = |token: Option<&'static str>| {
+        let mut request = client().get(server.url("/v1/datasets"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    assert_eq!(names(listing(None).await), vec!["fixtures"]);
+    assert_eq!(names(listing(Some("unknown")).await), vec!["fixtures"]);
+    assert_eq!(names(listing(Some("sample-token")).await), vec!["fixtures", "sample"]);
+    problem(get(&server, "/metrics").await, 401).await;
+    let wrong = client()
+        .get(server.url("/metrics"))
+        .bearer_auth("nope")
+        .send()
+        .await
+        .unwrap();
+    problem(wrong, 403).await;
+    let ok = client()
+        .get(server.url("/metrics"))
+        .bearer_auth("metrics-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert!(ok.text().await.unwrap().contains("zarr_serve_requests_total"));
+}

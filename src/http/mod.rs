@@ -52,6 +52,10 @@ pub struct AppState {
     compress_max_bytes: u64,
     request_timeout: Duration,
     cors_origins: Vec<String>,
+    /// `Cache-Control` of cacheable responses.
+    cache_control: HeaderValue,
+    /// Bearer token `/metrics` requires, if any.
+    metrics_token: Option<String>,
 }
 
 impl AppState {
@@ -80,6 +84,9 @@ impl AppState {
             compress_max_bytes: config.compress_max_bytes,
             request_timeout: Duration::from_secs_f64(config.request_timeout_secs),
             cors_origins: config.cors_origins.clone(),
+            cache_control: HeaderValue::from_str(&format!("max-age={}", config.cache_max_age_secs))
+                .expect("a number is a valid header value"),
+            metrics_token: config.metrics_token.clone(),
         }))
     }
 
@@ -89,20 +96,39 @@ impl AppState {
             .datasets
             .get(name)
             .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
-        if let Some(token) = &served.token {
-            let given = headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-                .ok_or(ApiError::Unauthorized)?;
-            use subtle::ConstantTimeEq;
-            if !bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())) {
-                return Err(ApiError::Forbidden);
-            }
-        }
+        check_token(served.token.as_deref(), headers)?;
         Ok(&served.dataset)
     }
+
+    /// The datasets this request may read (an unknown token sees what an
+    /// anonymous request sees).
+    fn readable_datasets<'a>(&'a self, headers: &'a HeaderMap) -> impl Iterator<Item = &'a Dataset> + 'a {
+        self.datasets
+            .values()
+            .filter(|d| check_token(d.token.as_deref(), headers).is_ok())
+            .map(|d| &d.dataset)
+    }
 }
+
+/// 401 without a bearer token, 403 with a wrong one, when `token` is set.
+fn check_token(token: Option<&str>, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(token) = token else {
+        return Ok(());
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .ok_or(ApiError::Unauthorized)?;
+    use subtle::ConstantTimeEq;
+    if bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden)
+    }
+}
+
+impl AppState {}
 
 /// The application: every route of the v1 contract with its middleware.
 pub fn app(state: Arc<AppState>) -> Router {
@@ -146,6 +172,8 @@ pub fn with_middleware(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> R
         .fallback(|| async { ApiError::NotFound("no such route; see /openapi.yaml".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn(size_limits))
+        .layer(middleware::from_fn_with_state(state.clone(), cache_control))
+        .layer(middleware::map_response(problem_for_rejections))
         .layer(middleware::from_fn_with_state(state.clone(), timeout_and_record))
         .layer(cors(&state.cors_origins))
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
@@ -237,17 +265,64 @@ fn cors(origins: &[String]) -> CorsLayer {
     }
 }
 
+/// Routes whose successful answers may be cached for `cache_max_age_secs`.
+const CACHEABLE_PREFIX: &str = "/v1/datasets";
+
+/// `Cache-Control: max-age=N` on successful and 304 answers of the dataset
+/// routes (data, nodes, listings, passthrough, the v2 view).
+async fn cache_control(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let cacheable = request.uri().path().starts_with(CACHEABLE_PREFIX);
+    let mut response = next.run(request).await;
+    let status = response.status();
+    if cacheable && (status.is_success() || status == axum::http::StatusCode::NOT_MODIFIED) {
+        response
+            .headers_mut()
+            .entry(header::CACHE_CONTROL)
+            .or_insert(state.cache_control.clone());
+    }
+    response
+}
+
+/// Rejections raised before a handler runs (a path that is not valid UTF-8
+/// once percent-decoded, a malformed extractor input) become problem+json
+/// like every other error, keeping their status and message.
+async fn problem_for_rejections(response: Response) -> Response {
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 << 10).await.unwrap_or_default();
+    let detail = String::from_utf8_lossy(&bytes).trim().to_string();
+    let mut problem = ApiError::Rejected(status, detail).into_response();
+    for name in [header::WWW_AUTHENTICATE, header::RETRY_AFTER, header::ALLOW] {
+        if let Some(v) = parts.headers.get(&name) {
+            problem.headers_mut().insert(name, v.clone());
+        }
+    }
+    problem
+}
+
 /// Longest request target (path and query) accepted.
 const MAX_TARGET_BYTES: usize = 8 << 10;
 /// Largest header section accepted.
 const MAX_HEADER_BYTES: usize = 32 << 10;
 
-/// Refuse oversized request targets (414) and header sections (431) before
-/// any handler runs.
+/// Refuse oversized request targets (414), header sections (431) and paths
+/// that are not UTF-8 once percent-decoded (400) before any handler runs.
 async fn size_limits(request: Request, next: Next) -> Response {
     let target = request.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
     if target > MAX_TARGET_BYTES {
         return ApiError::UriTooLong(target, MAX_TARGET_BYTES).into_response();
+    }
+    let path = request.uri().path();
+    if percent_encoding::percent_decode_str(path).decode_utf8().is_err() {
+        let detail = format!("the request path '{path}' is not valid UTF-8 once percent-decoded");
+        return ApiError::BadRequest(detail).into_response();
     }
     let headers: usize = request
         .headers()
@@ -315,5 +390,27 @@ pub async fn serve(
             tracing::warn!("in-flight requests did not finish within {grace:?}; exiting");
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn plain_rejections_become_problems_with_their_status_and_text() {
+        let plain = (
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "Failed to parse the request body",
+        )
+            .into_response();
+        let problem = problem_for_rejections(plain).await;
+        assert_eq!(problem.status(), 422);
+        assert_eq!(problem.headers()[header::CONTENT_TYPE], "application/problem+json");
+        let body = axum::body::to_bytes(problem.into_body(), 1 << 20).await.unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(doc["detail"], "Failed to parse the request body");
+        let ok = problem_for_rejections("fine".into_response()).await;
+        assert_eq!(ok.headers()[header::CONTENT_TYPE], "text/plain; charset=utf-8");
     }
 }

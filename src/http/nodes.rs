@@ -3,12 +3,13 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use bytes::Bytes;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
+use super::data::if_none_match;
 use super::format::accept_items;
 use super::problem::ApiError;
 use super::AppState;
@@ -34,14 +35,33 @@ pub(super) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
 pub(super) async fn list_datasets(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     require_json(&headers)?;
     let list: Vec<Value> = state
-        .datasets
-        .values()
-        .map(|d| json!({"name": &*d.dataset.name, "description": d.dataset.description}))
+        .readable_datasets(&headers)
+        .map(|d| json!({"name": &*d.name, "description": d.description}))
         .collect();
-    Ok(Json(json!({ "datasets": list })))
+    Ok(json_response(
+        Bytes::from(json!({ "datasets": list }).to_string()),
+        &headers,
+    ))
+}
+
+/// A JSON document with a strong ETag over its bytes; 304 when
+/// `If-None-Match` names it.
+fn json_response(body: Bytes, headers: &HeaderMap) -> Response {
+    let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..16]));
+    if if_none_match(headers, &etag) {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    (
+        [
+            (header::CONTENT_TYPE, "application/json".to_string()),
+            (header::ETAG, etag),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// `GET /v1/datasets/{ds}/nodes`
@@ -80,7 +100,7 @@ async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -
         })
         .await?
         .clone();
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(json_response(body, headers))
 }
 
 fn display_path(path: &str) -> String {

@@ -46,8 +46,13 @@ pub(super) async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoRespo
     }
 }
 
-/// `GET /metrics`: Prometheus text format.
-pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+/// `GET /metrics`: Prometheus text format; with `metrics_token` set, only
+/// for requests that send it as a bearer token.
+pub(super) async fn metrics(
+    State(state): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
+) -> Result<impl IntoResponse, super::ApiError> {
+    super::check_token(state.metrics_token.as_deref(), &headers)?;
     let body = state.metrics.render(|out| {
         let per_dataset = |get: StatOf| -> Vec<(String, u64)> {
             let stats = state.datasets.iter().map(|(name, d)| (name, d.dataset.store().stats()));
@@ -111,10 +116,10 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResp
             &per_cache(&|r| r.2),
         );
     });
-    (
+    Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         body,
-    )
+    ))
 }
 
 /// `GET /openapi.yaml`

@@ -61,6 +61,9 @@ pub enum ApiError {
     /// A bug: a handler panicked.
     #[error("internal error")]
     Internal,
+    /// A request refused before its handler ran, with that status.
+    #[error("{}", if .1.is_empty() { "the request could not be read" } else { .1.as_str() })]
+    Rejected(StatusCode, String),
 }
 
 impl From<StoreError> for ApiError {
@@ -94,6 +97,7 @@ impl ApiError {
             ApiError::UriTooLong(..) => StatusCode::URI_TOO_LONG,
             ApiError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Engine(E::Internal(_)) | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Rejected(status, _) => *status,
         }
     }
 

@@ -39,3 +39,16 @@ pub(crate) fn name_and_configuration<'a>(
         other => Err(corrupt(format!("{field} {other} is neither a name nor an object"))),
     }
 }
+
+/// The `id` and configuration of a numcodecs codec (`{"id": "zlib", "level": 1}`);
+/// `what` names the field in errors (`"filter"`, `"compressor"`).
+pub(crate) fn numcodecs_id<'a>(value: &'a Value, what: &str) -> Result<(&'a str, &'a Map<String, Value>)> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| corrupt(format!("{what} {value} is not an object")))?;
+    let id = obj
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| corrupt(format!("{what} {value} has no id")))?;
+    Ok((id, obj))
+}

@@ -21,6 +21,7 @@ use self::lzma::LzmaCodec;
 use self::zlib::ZlibCodec;
 use self::zstd::ZstdCodec;
 use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::json::numcodecs_id;
 
 /// A bytes -> bytes codec.
 #[derive(Debug, Clone)]
@@ -58,13 +59,7 @@ impl BytesToBytesCodec {
     /// The Zarr v2 compressor a numcodecs configuration names
     /// (`{"id": "blosc", ...}`).
     pub(crate) fn from_numcodecs(config: &Value) -> Result<Self> {
-        let obj = config
-            .as_object()
-            .ok_or_else(|| corrupt(format!("compressor {config} is not an object")))?;
-        let id = obj
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| corrupt(format!("compressor {config} has no id")))?;
+        let (id, obj) = numcodecs_id(config, "compressor")?;
         Ok(match id {
             "blosc" => {
                 // Frames are self-describing; numcodecs may store shuffle -1 (auto).

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::num::{NumType, Values};
 use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::json::numcodecs_id;
 
 /// One filter of a v2 array's `filters` list.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,13 +56,7 @@ fn number(config: &Map<String, Value>, id: &str, field: &str, default: Option<f6
 impl Filter {
     /// The filter a numcodecs configuration names.
     pub(crate) fn from_json(config: &Value) -> Result<Self> {
-        let obj = config
-            .as_object()
-            .ok_or_else(|| corrupt(format!("filter {config} is not an object")))?;
-        let id = obj
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| corrupt(format!("filter {config} has no id")))?;
+        let (id, obj) = numcodecs_id(config, "filter")?;
         Ok(match id {
             "delta" => {
                 let dtype = typestr(obj, id, "dtype", None)?;

@@ -112,6 +112,13 @@ async fn conditional_reads(store: &Store) {
         .unwrap()
         .unwrap();
     assert_eq!(read.info.etag.as_deref(), Some(etag.as_str()));
+    // fake-gcs-server (CI's GCS stage) answers reads whatever If-Match says,
+    // although object_store sends it; S3 (moto), Azurite and local files
+    // refuse a stale version.
+    if std::env::var_os("ZARR_STORE_IGNORES_IF_MATCH").is_some() {
+        eprintln!("this store ignores If-Match on reads: not checking that a stale version fails");
+        return;
+    }
     let changed = store
         .get(SHARD, ByteRange::Bounded(0..8), Some("\"not-the-etag\""))
         .await;

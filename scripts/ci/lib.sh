@@ -30,6 +30,8 @@ ensure_fixtures() {
   need_venv
   if [ ! -f "$WORK/interop/manifest.json" ]; then
     rm -rf "$WORK/interop"
+    # generate.py has zarr-python 2.18 write its arrays in its own venv.
+    export ZARR2_PYTHON=${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python
     "$PY" tests/fixtures/generate.py "$WORK/interop" >/dev/null
     "$PY" tests/fixtures/verify.py "$WORK/interop"
   fi

@@ -183,9 +183,7 @@ impl ArrayMetadata {
             dimension_names,
         })
     }
-}
 
-impl ArrayMetadata {
     /// Dimension names from xarray's `_ARRAY_DIMENSIONS` attribute when the
     /// metadata names none (Zarr v2, and v3 written without them).
     pub(crate) fn with_xarray_dimensions(mut self, attributes: &Value) -> Self {

@@ -164,12 +164,6 @@ impl Resources {
     }
 }
 
-impl Default for Resources {
-    fn default() -> Self {
-        Self::new(&ResourceOptions::default())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,14 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// `start:stop` along each dimension.
+    pub(crate) fn of_ranges(ranges: &[(u64, u64)]) -> Self {
+        let slice = |&(a, b): &(u64, u64)| SelectItem::Slice(Some(a as i64), Some(b as i64), None);
+        Self {
+            items: ranges.iter().map(slice).collect(),
+        }
+    }
+
     /// Parse a `select` expression.
     pub fn parse(text: &str) -> Result<Self> {
         let bad = |why: String| Error::InvalidRequest(format!("invalid select '{text}': {why}"));

@@ -175,12 +175,7 @@ impl Dataset {
             .zip(&meta.shape)
             .map(|((c, n), s)| (c * n, ((c + 1) * n).min(*s)))
             .collect();
-        let text = ranges
-            .iter()
-            .map(|(a, b)| format!("{a}:{b}"))
-            .collect::<Vec<_>>()
-            .join(",");
-        let plan = self.plan_read(path, &Selection::parse(&text)?).await?;
+        let plan = self.plan_read(path, &Selection::of_ranges(&ranges)).await?;
         let (data, versions) = self.read_all(&plan).await?;
         let clipped: Vec<u64> = ranges.iter().map(|(a, b)| b - a).collect();
         if clipped == chunk {

@@ -16,8 +16,8 @@ use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::StreamExt;
-use sha2::{Digest, Sha256};
 
+use super::conditional::{if_none_match, strong_etag};
 use super::format::{json_body, npy_header, Format};
 use super::problem::ApiError;
 use super::AppState;
@@ -215,32 +215,18 @@ fn tokio_stream(
 /// A strong ETag naming the representation: dataset, node metadata
 /// version, selection, format, and the version of every key read.
 fn etag_for(dataset: &Dataset, plan: &ReadPlan, format: Format, versions: &Versions) -> String {
-    let mut h = Sha256::new();
-    h.update(dataset.name.as_bytes());
-    h.update([0]);
-    h.update(plan.node().path.as_bytes());
-    h.update([0]);
-    h.update(plan.node().etag.as_deref().unwrap_or("").as_bytes());
-    h.update([0]);
-    h.update(plan.selection_key().as_bytes());
-    h.update([0]);
-    h.update(format.name().as_bytes());
+    let selection = plan.selection_key();
+    let node = plan.node();
+    let mut parts: Vec<&[u8]> = vec![
+        dataset.name.as_bytes(),
+        node.path.as_bytes(),
+        node.etag.as_deref().unwrap_or("").as_bytes(),
+        selection.as_bytes(),
+        format.name().as_bytes(),
+    ];
     for (key, version) in versions {
-        h.update([0]);
-        h.update(key.as_bytes());
-        h.update([1]);
-        h.update(version.as_deref().unwrap_or("-").as_bytes());
+        parts.push(key.as_bytes());
+        parts.push(version.as_deref().unwrap_or("-").as_bytes());
     }
-    format!("\"{}\"", hex::encode(&h.finalize()[..16]))
-}
-
-/// Whether `If-None-Match` lists `etag` (weak comparison, `*` matches all;
-/// the tag of a compressed representation matches its uncompressed one).
-pub(super) fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim() == "*" || super::strip_coding(t) == super::strip_coding(etag))
+    strong_etag(&parts)
 }

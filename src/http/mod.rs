@@ -1,6 +1,7 @@
 //! The HTTP layer: routes, content negotiation, headers, errors. It knows
 //! the engine's API (datasets, nodes, read plans) but nothing of codecs.
 
+mod conditional;
 mod data;
 mod format;
 mod nodes;
@@ -127,8 +128,6 @@ fn check_token(token: Option<&str>, headers: &HeaderMap) -> Result<(), ApiError>
         Err(ApiError::Forbidden)
     }
 }
-
-impl AppState {}
 
 /// The application: every route of the v1 contract with its middleware.
 pub fn app(state: Arc<AppState>) -> Router {

@@ -3,13 +3,12 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderMap, Method};
+use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
-use super::data::if_none_match;
+use super::conditional::{respond, strong_etag};
 use super::format::accept_items;
 use super::problem::ApiError;
 use super::AppState;
@@ -50,18 +49,8 @@ pub(super) async fn list_datasets(
 /// A JSON document with a strong ETag over its bytes; 304 when
 /// `If-None-Match` names it.
 fn json_response(body: Bytes, headers: &HeaderMap) -> Response {
-    let etag = format!("\"{}\"", hex::encode(&Sha256::digest(&body)[..16]));
-    if if_none_match(headers, &etag) {
-        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
-    }
-    (
-        [
-            (header::CONTENT_TYPE, "application/json".to_string()),
-            (header::ETAG, etag),
-        ],
-        body,
-    )
-        .into_response()
+    let etag = strong_etag(&[&body]);
+    respond(body, "application/json", &etag, &Method::GET, headers)
 }
 
 /// `GET /v1/datasets/{ds}/nodes`

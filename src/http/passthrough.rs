@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::Response;
 
-use super::data::if_none_match;
+use super::conditional::if_none_match;
 use super::problem::ApiError;
 use super::AppState;
 use crate::storage::{validate_key, ByteRange, ObjectInfo};

@@ -6,15 +6,13 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, Method};
 use axum::response::Response;
 use bytes::Bytes;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
-use super::data::if_none_match;
+use super::conditional::{respond, strong_etag};
 use super::format::accept_items;
 use super::problem::ApiError;
 use super::AppState;
@@ -57,7 +55,7 @@ pub(super) async fn v2_get(
     let (body, content_type, etag) = match dataset.v2_view_get(&key).await? {
         ViewValue::Metadata(doc) => {
             let body = Bytes::from(doc.to_string());
-            let etag = tag(&[&body]);
+            let etag = strong_etag(&[&body]);
             (body, "application/json", etag)
         }
         ViewValue::Chunk {
@@ -80,7 +78,7 @@ pub(super) async fn v2_get(
                 parts.push(k.as_bytes());
                 parts.push(v.as_deref().unwrap_or("-").as_bytes());
             }
-            let etag = tag(&parts);
+            let etag = strong_etag(&parts);
             (data, "application/octet-stream", etag)
         }
     };
@@ -120,36 +118,6 @@ pub(super) async fn zarr_listing(
     Ok(listing_response(&listing, &base, method, headers))
 }
 
-/// A strong ETag over `parts`.
-fn tag(parts: &[&[u8]]) -> String {
-    let mut h = Sha256::new();
-    for part in parts {
-        h.update(part);
-        h.update([0]);
-    }
-    format!("\"{}\"", hex::encode(&h.finalize()[..16]))
-}
-
-/// `body` with its type and ETag; 304 when `If-None-Match` names the ETag.
-fn respond(body: Bytes, content_type: &str, etag: &str, method: &Method, headers: &HeaderMap) -> Response {
-    let builder = Response::builder().header(header::ETAG, etag);
-    if if_none_match(headers, etag) {
-        return builder
-            .status(StatusCode::NOT_MODIFIED)
-            .body(Body::empty())
-            .expect("valid response");
-    }
-    let builder = builder
-        .header(header::CONTENT_TYPE, content_type)
-        .header(header::CONTENT_LENGTH, body.len());
-    let body = if method == Method::HEAD {
-        Body::empty()
-    } else {
-        Body::from(body)
-    };
-    builder.body(body).expect("valid response")
-}
-
 /// Whether the client prefers JSON to HTML.
 fn wants_json(headers: &HeaderMap) -> bool {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
@@ -174,7 +142,7 @@ fn listing_response(listing: &Listing, base: &str, method: &Method, headers: &He
         (html_listing(listing, base), "text/html; charset=utf-8")
     };
     let body = Bytes::from(body);
-    let etag = tag(&[&body]);
+    let etag = strong_etag(&[&body]);
     let mut response = respond(body, content_type, &etag, method, headers);
     response
         .headers_mut()

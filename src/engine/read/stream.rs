@@ -38,13 +38,13 @@ impl Dataset {
         let shared = Arc::new((self.clone(), plan, versions));
         // Slots are taken in slab order, and a slab's decoding ticket once
         // it holds its slot (spawned tasks may start in any order).
-        let dataset = self.clone();
+        let resources = self.resources.clone();
         futures::stream::iter(0..count)
             .then(move |slab| {
-                let (slots, dataset) = (slots.clone(), dataset.clone());
+                let (slots, resources) = (slots.clone(), resources.clone());
                 async move {
                     let slot = slots.acquire_owned().await.expect("never closed");
-                    (slab, slot, dataset.resources.ticket())
+                    (slab, slot, resources.ticket())
                 }
             })
             .map(move |(slab, slot, ticket)| {

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::read_limited;
+use super::check_size;
 use crate::engine::error::{corrupt, Error, Result};
 
 /// The container of an lzma stream.
@@ -30,16 +30,40 @@ impl LzmaCodec {
         }
     }
 
-    /// Decompress.
+    /// Decompress, writing no more than one byte past `expected` (a
+    /// corrupt or hostile stream cannot exhaust memory).
     pub(crate) fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
         let mut input = std::io::BufReader::new(encoded);
-        let mut out = Vec::with_capacity(expected.unwrap_or(0));
+        let mut out = Bounded {
+            data: Vec::with_capacity(expected.unwrap_or(0)),
+            limit: expected.map_or(usize::MAX, |n| n + 1),
+        };
         let done = match self {
             Self::Xz => lzma_rs::xz_decompress(&mut input, &mut out),
             Self::Alone => lzma_rs::lzma_decompress(&mut input, &mut out),
         };
         done.map_err(|e| corrupt(format!("lzma decompression failed: {e}")))?;
-        read_limited(&out[..], expected, "lzma")
+        check_size(out.data, expected, "lzma")
+    }
+}
+
+/// A buffer that refuses writes past `limit` bytes.
+struct Bounded {
+    data: Vec<u8>,
+    limit: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.data.len() + buf.len() > self.limit {
+            return Err(std::io::Error::other("more data than the chunk holds"));
+        }
+        self.data.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -57,5 +81,9 @@ mod tests {
         let mut alone = Vec::new();
         lzma_rs::lzma_compress(&mut &data[..], &mut alone).unwrap();
         assert_eq!(LzmaCodec::Alone.decode(&alone, None).unwrap(), data);
+        assert!(
+            LzmaCodec::Xz.decode(&encoded, Some(4999)).is_err(),
+            "more than expected"
+        );
     }
 }

@@ -111,6 +111,11 @@ pub(crate) fn read_limited(mut reader: impl std::io::Read, expected: Option<usiz
         .take(limit)
         .read_to_end(&mut out)
         .map_err(|e| corrupt(format!("{codec} decompression failed: {e}")))?;
+    check_size(out, expected, codec)
+}
+
+/// `out` if it has exactly the `expected` size (when known).
+pub(crate) fn check_size(out: Vec<u8>, expected: Option<usize>, codec: &str) -> Result<Vec<u8>> {
     match expected {
         Some(n) if out.len() > n => Err(corrupt(format!("{codec} decompressed to more than {n} bytes"))),
         Some(n) if out.len() < n => Err(corrupt(format!(

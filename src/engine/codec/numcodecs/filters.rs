@@ -120,7 +120,7 @@ impl Filter {
             Filter::Cast { from, to, id } => to.write(&from.read(encoded, id)?, id),
             Filter::Delta { dtype, astype } => {
                 let sums = match astype.read(encoded, "delta")? {
-                    Values::Int(diffs) if !dtype.float() => {
+                    Values::Int(diffs) if !dtype.is_float() => {
                         let mut total = 0i128;
                         Values::Int(
                             diffs

@@ -58,7 +58,8 @@ impl NumType {
         self.data_type.size()
     }
 
-    fn is_float(&self) -> bool {
+    /// Whether this is a float type.
+    pub(crate) fn is_float(&self) -> bool {
         matches!(
             self.data_type,
             DataType::Float16 | DataType::Float32 | DataType::Float64
@@ -191,11 +192,6 @@ impl NumType {
         } else {
             u
         }
-    }
-
-    /// Whether this is a float type.
-    pub(crate) fn float(&self) -> bool {
-        self.is_float()
     }
 }
 

@@ -2,11 +2,21 @@
 //!
 //! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/core/v3.0.html#data-types>.
 //! In memory every element is stored little-endian; complex numbers are
-//! (real, imaginary) pairs; `bool` is one byte 0/1; `r<bits>` is raw bytes.
+//! (real, imaginary) pairs; `bool` is one byte 0/1; `r<bits>` is raw bytes;
+//! `fixed_length_utf32` is UTF-32 code units padded with NULs,
+//! `null_terminated_bytes` bytes padded with NULs; datetimes are `i64`
+//! counts ([`super::time`]); `string` and `variable_length_bytes` are held
+//! as described in [`super::vlen`].
+//!
+//! The extension types are those zarr-python 3 writes:
+//! <https://github.com/zarr-developers/zarr-extensions/tree/main/data-types>.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::error::{Error, Result};
+use super::json::name_and_configuration;
+use super::time::{TimeUnit, NAT};
+use super::vlen::encode_item;
 
 /// A core data type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,17 +51,32 @@ pub enum DataType {
     Complex128,
     /// `r<bits>`: raw bits, a multiple of 8.
     Raw(usize),
+    /// `string`: UTF-8 text of any length (codec `vlen-utf8`).
+    String,
+    /// `variable_length_bytes`: bytes of any length (codec `vlen-bytes`).
+    Bytes,
+    /// `fixed_length_utf32` of this many bytes (4 a character).
+    FixedUtf32(usize),
+    /// `null_terminated_bytes` of this many bytes.
+    FixedBytes(usize),
+    /// `numpy.datetime64`
+    DateTime64(TimeUnit),
+    /// `numpy.timedelta64`
+    TimeDelta64(TimeUnit),
 }
 
 impl DataType {
     /// Parse the `data_type` field of `zarr.json`.
     pub fn from_json(value: &Value) -> Result<Self> {
+        if value.is_object() {
+            return Self::parameterized(value);
+        }
         let Some(name) = value.as_str() else {
-            return Err(Error::Unsupported(format!(
-                "data_type {value} (only core data types named by a string are supported)"
-            )));
+            return Err(Error::Unsupported(format!("data_type {value}")));
         };
         Ok(match name {
+            "string" => DataType::String,
+            "variable_length_bytes" => DataType::Bytes,
             "bool" => DataType::Bool,
             "int8" => DataType::Int8,
             "int16" => DataType::Int16,
@@ -78,6 +103,74 @@ impl DataType {
         })
     }
 
+    /// A data type written as `{"name": ..., "configuration": {...}}`.
+    fn parameterized(value: &Value) -> Result<Self> {
+        let (name, config) = name_and_configuration(value, "data_type")?;
+        let field = |key: &str| config.and_then(|c| c.get(key));
+        let unsupported = || Error::Unsupported(format!("data_type {value}"));
+        let length = || {
+            field("length_bytes")
+                .and_then(Value::as_u64)
+                .filter(|n| *n > 0)
+                .map(|n| n as usize)
+                .ok_or_else(unsupported)
+        };
+        let unit = || {
+            let unit = field("unit").and_then(Value::as_str).ok_or_else(unsupported)?;
+            let scale = match field("scale_factor") {
+                None => 1,
+                Some(v) => v.as_u64().and_then(|s| u32::try_from(s).ok()).ok_or_else(unsupported)?,
+            };
+            TimeUnit::new(unit, scale).ok_or_else(unsupported)
+        };
+        Ok(match name {
+            "fixed_length_utf32" if length()? % 4 == 0 => DataType::FixedUtf32(length()?),
+            "null_terminated_bytes" => DataType::FixedBytes(length()?),
+            "numpy.datetime64" => DataType::DateTime64(unit()?),
+            "numpy.timedelta64" => DataType::TimeDelta64(unit()?),
+            "string" if config.is_none_or(|c| c.is_empty()) => DataType::String,
+            "variable_length_bytes" if config.is_none_or(|c| c.is_empty()) => DataType::Bytes,
+            _ => return Err(unsupported()),
+        })
+    }
+
+    /// The data type as `zarr.json` writes it: a name, or for types with
+    /// parameters `{"name", "configuration"}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            DataType::FixedUtf32(n) | DataType::FixedBytes(n) => {
+                json!({"name": self.name(), "configuration": {"length_bytes": n}})
+            }
+            DataType::DateTime64(u) | DataType::TimeDelta64(u) => {
+                json!({"name": self.name(), "configuration": {"unit": u.unit_name(), "scale_factor": u.scale}})
+            }
+            _ => json!(self.name()),
+        }
+    }
+
+    /// Whether elements vary in length (`string`, `variable_length_bytes`).
+    pub fn is_variable(&self) -> bool {
+        matches!(self, DataType::String | DataType::Bytes)
+    }
+
+    /// Whether elements are text or bytes, fixed or variable in length.
+    pub fn is_text_or_bytes(&self) -> bool {
+        matches!(
+            self,
+            DataType::String | DataType::Bytes | DataType::FixedUtf32(_) | DataType::FixedBytes(_)
+        )
+    }
+
+    /// The fill value a v2 `"fill_value": null` reads as: zero, `""`,
+    /// `b""` or NaT.
+    pub(crate) fn default_fill(&self) -> Vec<u8> {
+        match self {
+            DataType::String | DataType::Bytes => encode_item(b""),
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => NAT.to_le_bytes().to_vec(),
+            _ => vec![0; self.size()],
+        }
+    }
+
     /// The name as written in `zarr.json`.
     pub fn name(&self) -> String {
         match self {
@@ -96,10 +189,17 @@ impl DataType {
             DataType::Complex64 => "complex64".into(),
             DataType::Complex128 => "complex128".into(),
             DataType::Raw(bits) => format!("r{bits}"),
+            DataType::String => "string".into(),
+            DataType::Bytes => "variable_length_bytes".into(),
+            DataType::FixedUtf32(_) => "fixed_length_utf32".into(),
+            DataType::FixedBytes(_) => "null_terminated_bytes".into(),
+            DataType::DateTime64(_) => "numpy.datetime64".into(),
+            DataType::TimeDelta64(_) => "numpy.timedelta64".into(),
         }
     }
 
-    /// Bytes per element.
+    /// Bytes per element; for variable-length types, the size of the
+    /// handle that stands for an element in a slab being assembled.
     pub fn size(&self) -> usize {
         match self {
             DataType::Bool | DataType::Int8 | DataType::UInt8 => 1,
@@ -108,6 +208,8 @@ impl DataType {
             DataType::Int64 | DataType::UInt64 | DataType::Float64 | DataType::Complex64 => 8,
             DataType::Complex128 => 16,
             DataType::Raw(bits) => bits / 8,
+            DataType::FixedUtf32(n) | DataType::FixedBytes(n) => *n,
+            DataType::String | DataType::Bytes | DataType::DateTime64(_) | DataType::TimeDelta64(_) => 8,
         }
     }
 
@@ -117,7 +219,8 @@ impl DataType {
         match self {
             DataType::Complex64 => 4,
             DataType::Complex128 => 8,
-            DataType::Raw(_) => 1,
+            DataType::Raw(_) | DataType::FixedBytes(_) | DataType::String | DataType::Bytes => 1,
+            DataType::FixedUtf32(_) => 4,
             other => other.size(),
         }
     }
@@ -163,9 +266,54 @@ impl DataType {
                 out
             }
             DataType::Raw(bits) => raw_bytes(value, bits / 8).ok_or_else(bad)?,
+            DataType::String => encode_item(text_value(value).ok_or_else(bad)?.as_bytes()),
+            DataType::Bytes => encode_item(&bytes_value(value).ok_or_else(bad)?),
+            DataType::FixedUtf32(n) => {
+                let units: Vec<u8> = text_value(value)
+                    .ok_or_else(bad)?
+                    .chars()
+                    .flat_map(|c| (c as u32).to_le_bytes())
+                    .collect();
+                padded(units, *n).ok_or_else(bad)?
+            }
+            DataType::FixedBytes(n) => padded(bytes_value(value).ok_or_else(bad)?, *n).ok_or_else(bad)?,
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => match value {
+                Value::String(s) if s == "NaT" => NAT.to_le_bytes().to_vec(),
+                _ => (int_value(value, i64::MIN as i128, i64::MAX as i128).ok_or_else(bad)? as i64)
+                    .to_le_bytes()
+                    .to_vec(),
+            },
         };
         Ok(bytes)
     }
+}
+
+/// A text fill value: a string, or a number's text (zarr-python 3 reads a
+/// v2 object array's `0` so).
+fn text_value(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A bytes fill value: base64 text, or a number's text as for strings.
+fn bytes_value(value: &Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    match value {
+        Value::String(s) => base64::engine::general_purpose::STANDARD.decode(s).ok(),
+        Value::Number(n) => Some(n.to_string().into_bytes()),
+        _ => None,
+    }
+}
+
+/// `bytes` padded with NULs to `size`, if they fit.
+fn padded(mut bytes: Vec<u8>, size: usize) -> Option<Vec<u8>> {
+    (bytes.len() <= size).then(|| {
+        bytes.resize(size, 0);
+        bytes
+    })
 }
 
 /// An integer fill value in `[min, max]`; integral floats are accepted.
@@ -265,12 +413,70 @@ mod tests {
             assert_eq!(dt.size(), size, "{name}");
             assert_eq!(dt.name(), name);
         }
-        for bad in ["int3", "r0", "r7", "r", "string", "r08"] {
+        for bad in ["int3", "r0", "r7", "r", "str", "r08"] {
             assert!(
                 matches!(DataType::from_json(&json!(bad)), Err(Error::Unsupported(_))),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn parses_extension_types_as_zarr_python_writes_them() {
+        for (doc, expected, size) in [
+            (json!("string"), DataType::String, 8),
+            (json!("variable_length_bytes"), DataType::Bytes, 8),
+            (
+                json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 20}}),
+                DataType::FixedUtf32(20),
+                20,
+            ),
+            (
+                json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 5}}),
+                DataType::FixedBytes(5),
+                5,
+            ),
+        ] {
+            let dt = DataType::from_json(&doc).unwrap();
+            assert_eq!((dt, dt.size()), (expected, size));
+            assert_eq!(dt.to_json(), doc);
+        }
+        let doc = json!({"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}});
+        let dt = DataType::from_json(&doc).unwrap();
+        assert!(matches!(dt, DataType::DateTime64(u) if u.numpy() == "ns"));
+        assert_eq!(dt.to_json(), doc);
+        for bad in [
+            json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}}),
+            json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 0}}),
+            json!({"name": "numpy.timedelta64", "configuration": {"unit": "fortnight"}}),
+            json!({"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 0}}),
+            json!({"name": "struct"}),
+        ] {
+            assert!(matches!(DataType::from_json(&bad), Err(Error::Unsupported(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn extension_fill_values() {
+        let utf32 = json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}});
+        let dt = DataType::from_json(&utf32).unwrap();
+        assert_eq!(
+            dt.fill_value_from_json(&json!("é")).unwrap(),
+            [0xe9, 0, 0, 0, 0, 0, 0, 0]
+        );
+        assert!(dt.fill_value_from_json(&json!("abc")).is_err());
+        assert_eq!(fill("string", json!("ab")).unwrap(), [2, 0, 0, 0, b'a', b'b']);
+        // zarr-python 3 reads a v2 object array's fill value 0 as "0".
+        assert_eq!(fill("string", json!(0)).unwrap(), [1, 0, 0, 0, b'0']);
+        assert_eq!(
+            fill("variable_length_bytes", json!("AP8=")).unwrap(),
+            [2, 0, 0, 0, 0, 255]
+        );
+        let dt = DataType::from_json(&json!({"name": "numpy.datetime64", "configuration": {"unit": "D"}})).unwrap();
+        assert_eq!(dt.fill_value_from_json(&json!("NaT")).unwrap(), i64::MIN.to_le_bytes());
+        assert_eq!(dt.fill_value_from_json(&json!(10957)).unwrap(), 10957i64.to_le_bytes());
+        assert_eq!(dt.default_fill(), i64::MIN.to_le_bytes());
+        assert_eq!(DataType::String.default_fill(), [0, 0, 0, 0]);
     }
 
     #[test]

@@ -15,11 +15,14 @@ use serde_json::{json, Map, Value};
 
 use super::chunk_grid::RegularChunkGrid;
 use super::chunk_key_encoding::ChunkKeyEncoding;
+use super::codec::array_to_bytes::bytes::Endian;
 use super::codec::numcodecs::num::NumType;
 use super::codec::{ChunkRepr, CodecChain};
+use super::data_type::DataType;
 use super::error::{corrupt, Error, Result};
-use super::json::u64_list;
+use super::json::{numcodecs_id, u64_list};
 use super::metadata::{ArrayMetadata, NodeMetadata};
+use super::time::TimeUnit;
 
 /// A Zarr v2 array node from its `.zarray` (stored under `key`) and `.zattrs`.
 pub(crate) fn array_node(zarray: &[u8], zattrs: Option<&[u8]>, key: &str) -> Result<NodeMetadata> {
@@ -99,10 +102,9 @@ fn array_metadata(obj: &Map<String, Value>) -> Result<ArrayMetadata> {
     let typestr = dtype
         .as_str()
         .ok_or_else(|| Error::Unsupported(format!("structured dtype {dtype}")))?;
-    let num = NumType::parse(typestr)?;
-    let data_type = num.data_type;
+    let (data_type, endian) = data_type(typestr, obj.get("filters"))?;
     let fill_value = match obj.get("fill_value") {
-        None | Some(Value::Null) => vec![0; data_type.size()],
+        None | Some(Value::Null) => data_type.default_fill(),
         Some(v) => data_type.fill_value_from_json(v)?,
     };
     let fortran = match obj.get("order").and_then(Value::as_str) {
@@ -116,7 +118,7 @@ fn array_metadata(obj: &Map<String, Value>) -> Result<ArrayMetadata> {
         Some(other) => return Err(corrupt(format!("dimension_separator {other}"))),
     };
     let repr = ChunkRepr::new(chunk_grid.chunk_shape.clone(), data_type, fill_value.clone());
-    let codecs = CodecChain::from_v2(obj.get("filters"), obj.get("compressor"), num.endian, fortran, &repr)?;
+    let codecs = CodecChain::from_v2(obj.get("filters"), obj.get("compressor"), endian, fortran, &repr)?;
     Ok(ArrayMetadata {
         shape,
         data_type,
@@ -126,6 +128,53 @@ fn array_metadata(obj: &Map<String, Value>) -> Result<ArrayMetadata> {
         codecs: Arc::new(codecs),
         dimension_names: None,
     })
+}
+
+/// The data type zarr-python 3 gives a NumPy type string, and the byte
+/// order it is stored in: numeric types, `<U5` (`fixed_length_utf32`),
+/// `|S5` (`null_terminated_bytes`), `<M8[ns]`/`<m8[s]` (datetimes) and
+/// `|O`, which the first filter makes `string` (`vlen-utf8`) or
+/// `variable_length_bytes` (`vlen-bytes`).
+fn data_type(typestr: &str, filters: Option<&Value>) -> Result<(DataType, Endian)> {
+    let unsupported = || Error::Unsupported(format!("dtype \"{typestr}\""));
+    let endian = match typestr.as_bytes().first() {
+        Some(b'>') => Endian::Big,
+        _ => Endian::Little,
+    };
+    let rest = typestr.get(1..).unwrap_or("");
+    let length = || {
+        rest[1..]
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(unsupported)
+    };
+    let data_type = match rest.chars().next() {
+        Some('U') => DataType::FixedUtf32(length()? * 4),
+        Some('S') => DataType::FixedBytes(length()?),
+        Some(kind @ ('M' | 'm')) => {
+            let unit = rest[1..]
+                .strip_prefix("8[")
+                .and_then(|u| u.strip_suffix(']'))
+                .ok_or_else(unsupported)?;
+            let unit = TimeUnit::parse(unit)?;
+            match kind {
+                'M' => DataType::DateTime64(unit),
+                _ => DataType::TimeDelta64(unit),
+            }
+        }
+        Some('O') => {
+            let first = filters.and_then(Value::as_array).and_then(|f| f.first());
+            match first.map(|f| numcodecs_id(f, "filter")).transpose()?.map(|(id, _)| id) {
+                Some("vlen-utf8") => DataType::String,
+                Some("vlen-bytes") => DataType::Bytes,
+                Some(other) => return Err(Error::Unsupported(format!("object codec \"{other}\""))),
+                None => return Err(Error::Unsupported("dtype \"|O\" without an object codec filter".into())),
+            }
+        }
+        _ => return NumType::parse(typestr).map(|n| (n.data_type, n.endian)),
+    };
+    Ok((data_type, endian))
 }
 
 /// The v2 pipeline as the node document shows it: the filters in order,
@@ -144,7 +193,6 @@ pub(crate) fn codecs_document(raw: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::data_type::DataType;
 
     fn zarray(extra: Value) -> Vec<u8> {
         let mut doc = json!({"zarr_format": 2, "shape": [4, 6], "chunks": [2, 3], "dtype": ">i2",
@@ -179,7 +227,10 @@ mod tests {
     #[test]
     fn unsupported_and_corrupt_are_told_apart() {
         for (extra, unsupported) in [
-            (json!({"dtype": "<U5"}), true),
+            (json!({"dtype": "|O"}), true),
+            (json!({"dtype": "|O", "filters": [{"id": "pickle"}]}), true),
+            (json!({"dtype": "<M8"}), true),
+            (json!({"dtype": "<U0"}), true),
             (json!({"dtype": [["a", "<i4"]]}), true),
             (json!({"compressor": {"id": "snappy"}}), true),
             (json!({"filters": [{"id": "categorize"}]}), true),

@@ -40,7 +40,9 @@ mod plan;
 mod read;
 mod resources;
 mod selection;
+mod time;
 mod v2_view;
+pub mod vlen;
 
 pub use cache::{CacheOptions, CacheStats, Caches};
 pub use data_type::DataType;
@@ -53,4 +55,5 @@ pub use plan::{ReadOptions, ReadPlan};
 pub use read::Versions;
 pub use resources::{ResourceOptions, Resources};
 pub use selection::Selection;
+pub use time::{TimeUnit, Unit, NAT};
 pub use v2_view::{Listing, ViewValue};

@@ -7,7 +7,9 @@
 //! and the root a consolidated `.zmetadata`. An array's v2 chunks are its
 //! read chunks (inner chunks when sharded), served decoded: uncompressed, C
 //! order, little-endian, edge chunks padded to the full chunk shape. Arrays
-//! the view cannot represent (raw `r*` types) are left out.
+//! the view cannot represent (raw `r*` types) are left out. `string` and
+//! `variable_length_bytes` arrays are `|O` with the `vlen-utf8` or
+//! `vlen-bytes` filter, their chunks in that encoding.
 
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
@@ -20,6 +22,7 @@ use super::metadata::ArrayMetadata;
 use super::node::Node;
 use super::read::Versions;
 use super::selection::Selection;
+use super::vlen::{encode_item, Gather, FILL_HANDLE};
 use crate::storage::join;
 
 /// Chunk keys listed under an array at most (more are still served).
@@ -50,25 +53,33 @@ pub struct Listing {
     pub keys: Vec<String>,
 }
 
-/// The v2 dtype of `data_type` (little-endian), if the view can serve it.
-fn v2_dtype(data_type: DataType) -> Option<&'static str> {
-    Some(match data_type {
-        DataType::Bool => "|b1",
-        DataType::Int8 => "|i1",
-        DataType::UInt8 => "|u1",
-        DataType::Int16 => "<i2",
-        DataType::UInt16 => "<u2",
-        DataType::Int32 => "<i4",
-        DataType::UInt32 => "<u4",
-        DataType::Int64 => "<i8",
-        DataType::UInt64 => "<u8",
-        DataType::Float16 => "<f2",
-        DataType::Float32 => "<f4",
-        DataType::Float64 => "<f8",
-        DataType::Complex64 => "<c8",
-        DataType::Complex128 => "<c16",
+/// The v2 dtype of `data_type` (little-endian) and the filters it needs,
+/// if the view can serve it.
+fn v2_dtype(data_type: DataType) -> Option<(String, Value)> {
+    let dtype = match data_type {
+        DataType::Bool => "|b1".to_string(),
+        DataType::Int8 => "|i1".into(),
+        DataType::UInt8 => "|u1".into(),
+        DataType::Int16 => "<i2".into(),
+        DataType::UInt16 => "<u2".into(),
+        DataType::Int32 => "<i4".into(),
+        DataType::UInt32 => "<u4".into(),
+        DataType::Int64 => "<i8".into(),
+        DataType::UInt64 => "<u8".into(),
+        DataType::Float16 => "<f2".into(),
+        DataType::Float32 => "<f4".into(),
+        DataType::Float64 => "<f8".into(),
+        DataType::Complex64 => "<c8".into(),
+        DataType::Complex128 => "<c16".into(),
+        DataType::FixedUtf32(n) => format!("<U{}", n / 4),
+        DataType::FixedBytes(n) => format!("|S{n}"),
+        DataType::DateTime64(unit) => format!("<M8[{}]", unit.numpy()),
+        DataType::TimeDelta64(unit) => format!("<m8[{}]", unit.numpy()),
+        DataType::String => return Some(("|O".into(), json!([{"id": "vlen-utf8"}]))),
+        DataType::Bytes => return Some(("|O".into(), json!([{"id": "vlen-bytes"}]))),
         DataType::Raw(_) => return None,
-    })
+    };
+    Some((dtype, Value::Null))
 }
 
 /// The readable array at `node` the view can represent.
@@ -84,25 +95,54 @@ fn array_documents(node: &Node, meta: &ArrayMetadata) -> (Value, Value) {
     // null, never the v3 fill value, which xarray would mask as missing.
     let fill_value = match source.zarr_format() {
         2 => source.raw().get("fill_value").cloned().unwrap_or(Value::Null),
-        _ => attrs.remove("_FillValue").unwrap_or(Value::Null),
+        _ => attrs
+            .remove("_FillValue")
+            .map_or(Value::Null, |v| decoded_fill_value(v, meta.data_type)),
     };
     if let Some(names) = meta.dimension_names.as_ref() {
         if let Some(names) = names.iter().cloned().collect::<Option<Vec<String>>>() {
             attrs.insert("_ARRAY_DIMENSIONS".into(), json!(names));
         }
     }
+    let (dtype, filters) = v2_dtype(meta.data_type).expect("a view array has a v2 dtype");
     let zarray = json!({
         "zarr_format": 2,
         "shape": meta.shape,
         "chunks": meta.codecs.read_chunk_shape(),
-        "dtype": v2_dtype(meta.data_type),
+        "dtype": dtype,
         "compressor": null,
         "fill_value": fill_value,
         "order": "C",
-        "filters": null,
+        "filters": filters,
         "dimension_separator": ".",
     });
     (zarray, Value::Object(attrs))
+}
+
+/// A `_FillValue` attribute as a v2 `fill_value`: xarray writes a float's
+/// in base64 of its little-endian bytes on Zarr v3; a number or `"NaN"`
+/// stays as it is; anything else undecodable is left out (null).
+fn decoded_fill_value(value: Value, data_type: DataType) -> Value {
+    use base64::Engine;
+    let Value::String(text) = &value else {
+        return value;
+    };
+    if data_type.is_text_or_bytes() || matches!(text.as_str(), "NaN" | "Infinity" | "-Infinity") {
+        return value;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap_or_default();
+    let number = match (data_type, bytes.len()) {
+        (DataType::Float64, 8) => f64::from_le_bytes(bytes.try_into().expect("8 bytes")),
+        (DataType::Float32, 4) => f32::from_le_bytes(bytes.try_into().expect("4 bytes")) as f64,
+        _ => return Value::Null,
+    };
+    match number {
+        n if n.is_nan() => json!("NaN"),
+        n if n.is_infinite() => json!(if n > 0.0 { "Infinity" } else { "-Infinity" }),
+        n => json!(n),
+    }
 }
 
 fn group_attributes(node: &Node) -> Value {
@@ -130,6 +170,35 @@ fn chunk_coords(name: &str, grid: &[u64]) -> Option<Vec<u64>> {
 
 fn not_found(dataset: &Dataset, key: &str) -> Error {
     Error::NotFound(format!("no key '{key}' in the v2 view of dataset '{}'", dataset.name))
+}
+
+/// `data` of shape `clipped` (an edge chunk) padded to `chunk` with zeros,
+/// or empty elements for variable-length types.
+fn pad(data_type: DataType, data: Bytes, clipped: &[u64], chunk: &[u64]) -> Result<Bytes> {
+    let rank = chunk.len();
+    let block = Block {
+        src_start: vec![0; rank],
+        src_step: vec![1; rank],
+        dst_start: vec![0; rank],
+        count: clipped.to_vec(),
+    };
+    let count = chunk.iter().product::<u64>() as usize;
+    let mut padded = vec![0u8; count * data_type.size()];
+    if !data_type.is_variable() {
+        copy_block(
+            Some(&data),
+            clipped,
+            &mut padded,
+            chunk,
+            &block,
+            &vec![0; data_type.size()],
+        );
+        return Ok(Bytes::from(padded));
+    }
+    let mut gather = Gather::default();
+    let handles = gather.add(data, clipped.iter().product::<u64>() as usize)?;
+    copy_block(Some(&handles), clipped, &mut padded, chunk, &block, &FILL_HANDLE);
+    Ok(gather.resolve(&padded, &encode_item(b"")))
 }
 
 impl Dataset {
@@ -178,20 +247,19 @@ impl Dataset {
         let plan = self.plan_read(path, &Selection::of_ranges(&ranges)).await?;
         let (data, versions) = self.read_all(&plan).await?;
         let clipped: Vec<u64> = ranges.iter().map(|(a, b)| b - a).collect();
-        if clipped == chunk {
+        let count = chunk.iter().product::<u64>();
+        let data = if clipped == chunk {
+            data
+        } else {
+            pad(meta.data_type, data, &clipped, &chunk)?
+        };
+        if !meta.data_type.is_variable() {
             return Ok((data, versions));
         }
-        let size = meta.data_type.size();
-        let mut padded = vec![0u8; chunk.iter().product::<u64>() as usize * size];
-        let rank = chunk.len();
-        let block = Block {
-            src_start: vec![0; rank],
-            src_step: vec![1; rank],
-            dst_start: vec![0; rank],
-            count: clipped.clone(),
-        };
-        copy_block(Some(&data), &clipped, &mut padded, &chunk, &block, &vec![0; size]);
-        Ok((Bytes::from(padded), versions))
+        // The vlen-utf8/vlen-bytes encoding: the count, then the elements.
+        let mut encoded = (count as u32).to_le_bytes().to_vec();
+        encoded.extend_from_slice(&data);
+        Ok((Bytes::from(encoded), versions))
     }
 
     /// `.zmetadata`: every group's and representable array's documents.

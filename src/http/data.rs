@@ -18,10 +18,10 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::{json_body, npy_header, Format};
+use super::format::{json_body, npy_header, npy_text, streamable, Format};
 use super::problem::ApiError;
 use super::AppState;
-use crate::engine::{Dataset, ReadPlan, Selection, Versions};
+use crate::engine::{Dataset, Error, ReadPlan, Selection, Versions};
 use crate::metrics::Metrics;
 
 /// `/v1/datasets/{ds}/data`: the root node.
@@ -75,9 +75,12 @@ async fn region(
     let dataset = state.dataset(ds, headers)?;
     let (select, format) = parse_query(query)?;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let format = Format::negotiate(format.as_deref(), accept)?;
     let selection = Selection::parse(select.as_deref().unwrap_or(""))?;
     let plan = dataset.plan_read(path, &selection).await?;
+    let data_type = plan.array().data_type;
+    let format = Format::negotiate(format.as_deref(), accept, data_type)?;
+    // For text and bytes this counts 8 bytes an element; the answer is
+    // measured again once built.
     let requested = plan.output_bytes();
     if requested > state.max_response_bytes {
         return Err(ApiError::TooLarge {
@@ -88,10 +91,10 @@ async fn region(
     let permit = dataset.resources().admit_read().await.inspect_err(|_| {
         state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
     })?;
-    let (payload, length, versions) = if format != Format::Json && plan.slab_count() > 1 {
+    let (payload, length, versions) = if streamable(format, data_type) && plan.slab_count() > 1 {
         let versions = dataset.read_versions(&plan).await?;
         let prefix = if format == Format::Npy {
-            npy_header(plan.array().data_type, &plan.output_shape())
+            npy_header(data_type, &plan.output_shape())
         } else {
             vec![]
         };
@@ -99,8 +102,14 @@ async fn region(
         (Payload::Stream(prefix), length, versions)
     } else {
         let (data, versions) = dataset.read_all(&plan).await?;
-        let body = encode(format, &plan, data);
+        let body = encode(format, &plan, data)?;
         let length = body.len() as u64;
+        if length > state.max_response_bytes {
+            return Err(ApiError::TooLarge {
+                requested: length,
+                limit: state.max_response_bytes,
+            });
+        }
         (Payload::Whole(body), length, versions)
     };
     let etag = etag_for(dataset, &plan, format, &versions);
@@ -114,7 +123,7 @@ async fn region(
                 .collect::<Vec<_>>()
                 .join(","),
         )
-        .header("zarr-data-type", plan.array().data_type.name())
+        .header("zarr-data-type", data_type.name())
         // Without `format=`, the `Accept` header picks the representation.
         .header(header::VARY, "accept");
     if if_none_match(headers, &etag) {
@@ -145,17 +154,23 @@ enum Payload {
     Stream(Vec<u8>),
 }
 
-fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Bytes {
+/// The whole answer in `format`; damaged text is a corrupt-data error.
+fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Result<Bytes, ApiError> {
     let data_type = plan.array().data_type;
-    match format {
+    let shape = plan.output_shape();
+    let corrupt = |reason: String| ApiError::from(Error::corrupt(plan.node().path.clone(), reason));
+    Ok(match format {
         Format::Binary => data,
+        Format::Npy if data_type.is_text_or_bytes() => {
+            Bytes::from(npy_text(data_type, &shape, &data).map_err(corrupt)?)
+        }
         Format::Npy => {
-            let mut out = npy_header(data_type, &plan.output_shape());
+            let mut out = npy_header(data_type, &shape);
             out.extend_from_slice(&data);
             Bytes::from(out)
         }
-        Format::Json => Bytes::from(json_body(data_type, &plan.output_shape(), &data)),
-    }
+        Format::Json => Bytes::from(json_body(data_type, &shape, &data).map_err(corrupt)?),
+    })
 }
 
 /// Stream the slabs after `prefix`, reading the next while the previous

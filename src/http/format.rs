@@ -1,10 +1,13 @@
 //! Response formats of region reads: `binary`, `npy`, `json`, and their
 //! negotiation from `format=` and `Accept`.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
+use base64::Engine;
+
 use super::problem::ApiError;
-use crate::engine::DataType;
+use crate::engine::{vlen, DataType, NAT};
 
 /// A representation of a region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,10 +39,17 @@ impl Format {
         }
     }
 
-    /// `format=` wins; else `Accept` with q-values; `*/*` or none is binary.
-    pub(super) fn negotiate(query: Option<&str>, accept: Option<&str>) -> Result<Self, ApiError> {
+    /// `format=` wins; else `Accept` with q-values; `*/*` or none is
+    /// binary, or JSON for text and bytes, which binary cannot represent.
+    pub(super) fn negotiate(query: Option<&str>, accept: Option<&str>, data_type: DataType) -> Result<Self, ApiError> {
+        let textual = data_type.is_text_or_bytes();
+        let default = if textual { Format::Json } else { Format::Binary };
         if let Some(name) = query {
             return match name {
+                "binary" if textual => Err(ApiError::BadRequest(format!(
+                    "format=binary cannot represent {} data: use json or npy",
+                    data_type.name()
+                ))),
                 "binary" => Ok(Format::Binary),
                 "npy" => Ok(Format::Npy),
                 "json" => Ok(Format::Json),
@@ -49,12 +59,13 @@ impl Format {
             };
         }
         let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-            return Ok(Format::Binary);
+            return Ok(default);
         };
         let mut best: Option<(f32, usize, Format)> = None;
         for (media, q) in accept_items(accept) {
             let format = match media.as_str() {
-                "application/octet-stream" | "*/*" | "application/*" => Format::Binary,
+                "*/*" | "application/*" => default,
+                "application/octet-stream" if !textual => Format::Binary,
                 "application/x-npy" | "application/npy" => Format::Npy,
                 "application/json" => Format::Json,
                 _ => continue,
@@ -70,8 +81,13 @@ impl Format {
             }
         }
         best.map(|(_, _, f)| f).ok_or_else(|| {
+            let offered = match textual {
+                true => "application/x-npy, application/json",
+                false => "application/octet-stream, application/x-npy, application/json",
+            };
             ApiError::NotAcceptable(format!(
-                "Accept '{accept}' matches no format of this endpoint: application/octet-stream, application/x-npy, application/json"
+                "Accept '{accept}' matches no format of this {} array: {offered}",
+                data_type.name()
             ))
         })
     }
@@ -91,9 +107,10 @@ pub(super) fn accept_items(accept: &str) -> impl Iterator<Item = (String, f32)> 
     })
 }
 
-/// The `.npy` (format 1.0) header for an array of `shape` and `data_type`.
-pub(super) fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
-    let descr = match data_type {
+/// The `.npy` type of fixed-size elements (`None` for text and bytes,
+/// whose width depends on the result: [`npy_text`]).
+fn npy_descr(data_type: DataType) -> Option<String> {
+    Some(match data_type {
         DataType::Bool => "|b1".to_string(),
         DataType::Int8 => "|i1".into(),
         DataType::UInt8 => "|u1".into(),
@@ -109,7 +126,25 @@ pub(super) fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
         DataType::Complex64 => "<c8".into(),
         DataType::Complex128 => "<c16".into(),
         DataType::Raw(bits) => format!("|V{}", bits / 8),
-    };
+        DataType::DateTime64(unit) => format!("<M8[{}]", unit.numpy()),
+        DataType::TimeDelta64(unit) => format!("<m8[{}]", unit.numpy()),
+        DataType::String | DataType::Bytes | DataType::FixedUtf32(_) | DataType::FixedBytes(_) => return None,
+    })
+}
+
+/// Whether a result of `data_type` in `format` can be sent as its slabs
+/// arrive: its size is known up front (so not text or bytes).
+pub(super) fn streamable(format: Format, data_type: DataType) -> bool {
+    format != Format::Json && npy_descr(data_type).is_some()
+}
+
+/// The `.npy` (format 1.0) header for fixed-size elements of `data_type`.
+pub(super) fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
+    npy_header_of(&npy_descr(data_type).expect("a fixed-size data type"), shape)
+}
+
+/// The `.npy` (format 1.0) header for an array of `shape` and NumPy type `descr`.
+fn npy_header_of(descr: &str, shape: &[u64]) -> Vec<u8> {
     let shape_text = match shape {
         [] => "()".to_string(),
         [n] => format!("({n},)"),
@@ -126,8 +161,71 @@ pub(super) fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
     out
 }
 
+/// The elements of a text or bytes result, as NumPy shows them (trailing
+/// NULs of fixed-length types removed); `None` for other types. Errors
+/// say what is wrong with the data.
+enum Texts<'a> {
+    Text(Vec<Cow<'a, str>>),
+    Bytes(Vec<&'a [u8]>),
+}
+
+fn texts(data_type: DataType, data: &[u8]) -> Result<Option<Texts<'_>>, String> {
+    let trim = |b: &[u8]| b.len() - b.iter().rev().take_while(|c| **c == 0).count();
+    Ok(Some(match data_type {
+        DataType::String => Texts::Text(
+            vlen::items(data)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|b| std::str::from_utf8(b).map(Cow::Borrowed))
+                .collect::<Result<_, _>>()
+                .map_err(|_| "a string element is not UTF-8".to_string())?,
+        ),
+        DataType::Bytes => Texts::Bytes(vlen::items(data).map_err(|e| e.to_string())?),
+        DataType::FixedBytes(n) => Texts::Bytes(data.chunks_exact(n).map(|b| &b[..trim(b)]).collect()),
+        DataType::FixedUtf32(n) => Texts::Text(
+            data.chunks_exact(n)
+                .map(|b| {
+                    let units = b
+                        .chunks_exact(4)
+                        .map(|u| u32::from_le_bytes(u.try_into().expect("4 bytes")));
+                    let text: Option<String> = units.map(char::from_u32).collect();
+                    text.map(|t| Cow::Owned(t.trim_end_matches('\0').to_string()))
+                })
+                .collect::<Option<_>>()
+                .ok_or_else(|| "a fixed_length_utf32 element holds an invalid code point".to_string())?,
+        ),
+        _ => return Ok(None),
+    }))
+}
+
+/// A text or bytes result as `.npy`: `<U{n}` or `|S{n}`, `n` the longest
+/// element of the result (at least 1).
+pub(super) fn npy_text(data_type: DataType, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, String> {
+    let texts = texts(data_type, data)?.expect("a text or bytes data type");
+    let (descr, width, elements): (String, usize, Vec<Vec<u8>>) = match texts {
+        Texts::Text(items) => {
+            let n = items.iter().map(|s| s.chars().count()).max().unwrap_or(0).max(1);
+            let utf32 = items
+                .iter()
+                .map(|s| s.chars().flat_map(|c| (c as u32).to_le_bytes()).collect())
+                .collect();
+            (format!("<U{n}"), n * 4, utf32)
+        }
+        Texts::Bytes(items) => {
+            let n = items.iter().map(|b| b.len()).max().unwrap_or(0).max(1);
+            (format!("|S{n}"), n, items.iter().map(|b| b.to_vec()).collect())
+        }
+    };
+    let mut out = npy_header_of(&descr, shape);
+    for mut element in elements {
+        element.resize(width, 0);
+        out.extend(element);
+    }
+    Ok(out)
+}
+
 /// The JSON document of a region: nested lists in C order.
-pub(super) fn json_body(data_type: DataType, shape: &[u64], data: &[u8]) -> String {
+pub(super) fn json_body(data_type: DataType, shape: &[u64], data: &[u8]) -> Result<String, String> {
     let mut out = String::with_capacity(data.len() * 3 + 64);
     let shape_json = serde_json::to_string(shape).expect("shape");
     let _ = write!(
@@ -135,23 +233,42 @@ pub(super) fn json_body(data_type: DataType, shape: &[u64], data: &[u8]) -> Stri
         "{{\"shape\":{shape_json},\"data_type\":\"{}\",\"data\":",
         data_type.name()
     );
-    let size = data_type.size();
-    let mut elements = data.chunks_exact(size);
-    nested(&mut out, shape, data_type, &mut elements);
+    match texts(data_type, data)? {
+        Some(Texts::Text(items)) => {
+            let mut items = items.iter();
+            nested(&mut out, shape, &mut |out| {
+                let item = items.next().expect("element count matches shape");
+                out.push_str(&serde_json::to_string(item).expect("a string"));
+            });
+        }
+        Some(Texts::Bytes(items)) => {
+            let mut items = items.iter();
+            nested(&mut out, shape, &mut |out| {
+                let item = items.next().expect("element count matches shape");
+                let _ = write!(out, "\"{}\"", base64::engine::general_purpose::STANDARD.encode(item));
+            });
+        }
+        None => {
+            let mut elements = data.chunks_exact(data_type.size());
+            nested(&mut out, shape, &mut |out| {
+                write_element(out, data_type, elements.next().expect("element count matches shape"));
+            });
+        }
+    }
     out.push('}');
-    out
+    Ok(out)
 }
 
-fn nested<'a>(out: &mut String, shape: &[u64], data_type: DataType, elements: &mut impl Iterator<Item = &'a [u8]>) {
+fn nested(out: &mut String, shape: &[u64], element: &mut dyn FnMut(&mut String)) {
     match shape.split_first() {
-        None => write_element(out, data_type, elements.next().expect("element count matches shape")),
+        None => element(out),
         Some((&n, rest)) => {
             out.push('[');
             for i in 0..n {
                 if i > 0 {
                     out.push(',');
                 }
-                nested(out, rest, data_type, elements);
+                nested(out, rest, element);
             }
             out.push(']');
         }
@@ -168,6 +285,7 @@ fn write_float(out: &mut String, value: f64, debug: String) {
     }
 }
 
+/// One fixed-size element of a numeric, bool, raw or datetime type.
 fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
     macro_rules! int {
         ($t:ty) => {{
@@ -176,6 +294,7 @@ fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
     }
     let f32_at = |b: &[u8]| f32::from_le_bytes(b.try_into().expect("4 bytes"));
     let f64_at = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let i64_at = |b: &[u8]| i64::from_le_bytes(b.try_into().expect("8 bytes"));
     match data_type {
         DataType::Bool => out.push_str(if b[0] != 0 { "true" } else { "false" }),
         DataType::Int8 => int!(i8),
@@ -212,6 +331,21 @@ fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
         DataType::Raw(_) => {
             let _ = write!(out, "{}", serde_json::to_string(b).expect("bytes"));
         }
+        DataType::DateTime64(unit) => match unit.format_datetime(i64_at(b)) {
+            Some(text) => {
+                let _ = write!(out, "\"{text}\"");
+            }
+            None => out.push_str("null"),
+        },
+        DataType::TimeDelta64(_) => match i64_at(b) {
+            NAT => out.push_str("null"),
+            count => {
+                let _ = write!(out, "{count}");
+            }
+        },
+        DataType::String | DataType::Bytes | DataType::FixedUtf32(_) | DataType::FixedBytes(_) => {
+            unreachable!("text and bytes are written from their elements")
+        }
     }
 }
 
@@ -221,7 +355,9 @@ mod tests {
 
     #[test]
     fn negotiates() {
-        let n = |q: Option<&str>, a: Option<&str>| Format::negotiate(q, a).map_err(|e| e.status().as_u16());
+        let n = |q: Option<&str>, a: Option<&str>| {
+            Format::negotiate(q, a, DataType::UInt8).map_err(|e| e.status().as_u16())
+        };
         assert_eq!(n(None, None), Ok(Format::Binary));
         assert_eq!(n(None, Some("*/*")), Ok(Format::Binary));
         assert_eq!(n(Some("json"), Some("application/x-npy")), Ok(Format::Json));
@@ -233,6 +369,72 @@ mod tests {
         );
         assert_eq!(n(None, Some("*/*;q=0.1, application/json")), Ok(Format::Json));
         assert_eq!(n(None, Some("application/json;q=0")), Err(406));
+        let text = |q: Option<&str>, a: Option<&str>| {
+            Format::negotiate(q, a, DataType::String).map_err(|e| e.status().as_u16())
+        };
+        assert_eq!(text(None, None), Ok(Format::Json));
+        assert_eq!(text(None, Some("*/*")), Ok(Format::Json));
+        assert_eq!(text(Some("npy"), None), Ok(Format::Npy));
+        assert_eq!(text(Some("binary"), None), Err(400));
+        assert_eq!(text(None, Some("application/octet-stream")), Err(406));
+        assert_eq!(
+            text(None, Some("application/octet-stream, application/x-npy;q=0.5")),
+            Ok(Format::Npy)
+        );
+    }
+
+    fn items(items: &[&[u8]]) -> Vec<u8> {
+        items
+            .iter()
+            .flat_map(|i| [&(i.len() as u32).to_le_bytes()[..], i].concat())
+            .collect()
+    }
+
+    #[test]
+    fn text_and_bytes_as_json_and_npy() {
+        let data = items(&[b"a", "b\u{e9}".as_bytes(), b""]);
+        assert_eq!(
+            json_body(DataType::String, &[3], &data).unwrap(),
+            r#"{"shape":[3],"data_type":"string","data":["a","bé",""]}"#
+        );
+        let npy = npy_text(DataType::String, &[3], &data).unwrap();
+        let header_len = 10 + u16::from_le_bytes([npy[8], npy[9]]) as usize;
+        let header = String::from_utf8_lossy(&npy[..header_len]).to_string();
+        assert!(header.contains("'descr': '<U2'"), "{header}");
+        assert_eq!(&npy[header_len..header_len + 8], &[b'a', 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(npy.len(), header_len + 3 * 8);
+        // `<U2` elements "ab" and "c" (NUL padded), and `|S3` b"a\0b", b"".
+        let utf32: Vec<u8> = "abc\0".chars().flat_map(|c| (c as u32).to_le_bytes()).collect();
+        assert_eq!(
+            json_body(DataType::FixedUtf32(8), &[2], &utf32).unwrap(),
+            r#"{"shape":[2],"data_type":"fixed_length_utf32","data":["ab","c"]}"#
+        );
+        assert!(json_body(DataType::FixedUtf32(4), &[1], &[0, 0xd8, 0, 0]).is_err());
+        assert_eq!(
+            json_body(DataType::FixedBytes(3), &[2], b"a\0b\0\0\0").unwrap(),
+            r#"{"shape":[2],"data_type":"null_terminated_bytes","data":["YQBi",""]}"#
+        );
+        let npy = npy_text(DataType::FixedBytes(3), &[2], b"a\0b\0\0\0").unwrap();
+        assert!(String::from_utf8_lossy(&npy).contains("'descr': '|S3'"));
+        let empty = npy_text(DataType::Bytes, &[0], &[]).unwrap();
+        assert!(String::from_utf8_lossy(&empty).contains("'descr': '|S1'"));
+        assert!(json_body(DataType::String, &[1], &items(&[b"\xff"])).is_err());
+    }
+
+    #[test]
+    fn datetimes_as_json_and_npy() {
+        let unit = crate::engine::TimeUnit::parse("s").unwrap();
+        let data: Vec<u8> = [0i64, NAT, 86_400].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(
+            json_body(DataType::DateTime64(unit), &[3], &data).unwrap(),
+            r#"{"shape":[3],"data_type":"numpy.datetime64","data":["1970-01-01T00:00:00",null,"1970-01-02T00:00:00"]}"#
+        );
+        assert_eq!(
+            json_body(DataType::TimeDelta64(unit), &[3], &data).unwrap(),
+            r#"{"shape":[3],"data_type":"numpy.timedelta64","data":[0,null,86400]}"#
+        );
+        let h = String::from_utf8_lossy(&npy_header(DataType::TimeDelta64(unit), &[3])).to_string();
+        assert!(h.contains("'descr': '<m8[s]'"), "{h}");
     }
 
     #[test]
@@ -253,19 +455,19 @@ mod tests {
             .flat_map(|v| v.to_le_bytes())
             .collect();
         assert_eq!(
-            json_body(DataType::Float64, &[2, 2], &data),
+            json_body(DataType::Float64, &[2, 2], &data).unwrap(),
             r#"{"shape":[2,2],"data_type":"float64","data":[[1.5,"NaN"],["-Infinity",-0.0]]}"#
         );
         assert_eq!(
-            json_body(DataType::UInt64, &[], &u64::MAX.to_le_bytes()),
+            json_body(DataType::UInt64, &[], &u64::MAX.to_le_bytes()).unwrap(),
             r#"{"shape":[],"data_type":"uint64","data":18446744073709551615}"#
         );
         assert_eq!(
-            json_body(DataType::Bool, &[2], &[1, 0]),
+            json_body(DataType::Bool, &[2], &[1, 0]).unwrap(),
             r#"{"shape":[2],"data_type":"bool","data":[true,false]}"#
         );
         assert_eq!(
-            json_body(DataType::Int8, &[0, 3], &[]),
+            json_body(DataType::Int8, &[0, 3], &[]).unwrap(),
             r#"{"shape":[0,3],"data_type":"int8","data":[]}"#
         );
     }

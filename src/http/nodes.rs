@@ -114,7 +114,7 @@ fn array_document(
     };
     let (data_type, codecs) = if v2 {
         let data_type = match parsed {
-            Ok(m) => json!(m.data_type.name()),
+            Ok(m) => m.data_type.to_json(),
             Err(_) => raw.get("dtype").cloned().unwrap_or(Value::Null),
         };
         (data_type, crate::engine::v2_codecs_document(raw))

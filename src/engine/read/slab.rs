@@ -18,6 +18,7 @@ use crate::engine::decode_pool::Priority;
 use crate::engine::error::{Error, Result};
 use crate::engine::hierarchy::Dataset;
 use crate::engine::plan::{units, ReadPlan};
+use crate::engine::vlen::{Gather, FILL_HANDLE};
 
 /// Decoded bytes handed to one decoding job, so a shard's inner chunks are
 /// decoded on all cores without a job per tiny chunk.
@@ -61,6 +62,9 @@ impl Dataset {
             resources.buffers.take(size)
         };
         let mut versions = Versions::new();
+        // Variable-length elements are placed as handles, resolved at the end.
+        let mut variable = meta.data_type.is_variable().then(Gather::default);
+        let chunk_elements = plan.read_shape.iter().product::<u64>() as usize;
         let units = units(&plan.unit_spans(slab));
         let inline = units.len() <= 1;
         let mut fetches = futures::stream::iter(units)
@@ -92,8 +96,13 @@ impl Dataset {
                                 if out.len() != size {
                                     out = resources.buffers.take(size);
                                 }
-                                let src = data.as_deref();
-                                copy_block(src, &plan.read_shape, &mut out, &shape, &item.block, &meta.fill_value);
+                                if let Some(gather) = variable.as_mut() {
+                                    let handles = data.clone().map(|d| gather.add(d, chunk_elements)).transpose()?;
+                                    copy_block(handles.as_deref(), &plan.read_shape, &mut out, &shape, &item.block, &FILL_HANDLE);
+                                } else {
+                                    let src = data.as_deref();
+                                    copy_block(src, &plan.read_shape, &mut out, &shape, &item.block, &meta.fill_value);
+                                }
                             }
                         }
                         if let (Some(key), Some(data)) = (item.cache_as, item.data) {
@@ -122,7 +131,11 @@ impl Dataset {
                 else => break,
             }
         }
-        let data = whole.unwrap_or_else(|| BufferPool::into_bytes(&resources.buffers, out));
+        let data = match (whole, variable) {
+            (Some(data), _) => data,
+            (None, Some(gather)) => gather.resolve(&out, &meta.fill_value),
+            (None, None) => BufferPool::into_bytes(&resources.buffers, out),
+        };
         let data = match held {
             Some(permit) => buffer_pool::holding(data, permit),
             None => data,

@@ -6,7 +6,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::ChunkRepr;
+use crate::engine::data_type::DataType;
 use crate::engine::error::Result;
+use crate::engine::vlen;
 use transpose::TransposeCodec;
 
 /// An array -> array codec.
@@ -35,6 +37,17 @@ impl ArrayToArrayCodec {
     /// Decode an encoded array into `decoded` (the representation before this codec).
     pub(crate) fn decode(&self, encoded: Bytes, decoded: &ChunkRepr) -> Result<Bytes> {
         match self {
+            Self::Transpose(t) if decoded.data_type.is_variable() => {
+                // Transpose the elements' indices, then reorder the elements.
+                let count = decoded.num_elements();
+                let indices: Vec<u8> = (0..count).flat_map(u64::to_le_bytes).collect();
+                let as_indices = ChunkRepr::new(decoded.shape.clone(), DataType::UInt64, vec![0; 8]);
+                let order = t.decode(&indices, &as_indices);
+                let order = order
+                    .chunks_exact(8)
+                    .map(|i| u64::from_le_bytes(i.try_into().expect("8 bytes")) as usize);
+                vlen::permute(&encoded, order, count as usize)
+            }
             Self::Transpose(t) => Ok(t.decode(&encoded, decoded)),
         }
     }

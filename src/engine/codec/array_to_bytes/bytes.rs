@@ -28,6 +28,12 @@ pub(crate) struct BytesCodec {
 impl BytesCodec {
     /// Parse the configuration for chunks of `repr`.
     pub(crate) fn from_json(config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
+        if repr.data_type.is_variable() {
+            return Err(corrupt(format!(
+                "the bytes codec cannot encode {}: it needs vlen-utf8 or vlen-bytes",
+                repr.data_type.name()
+            )));
+        }
         let endian = match config.and_then(|c| c.get("endian")) {
             None => None,
             Some(Value::String(s)) if s == "little" => Some(Endian::Little),

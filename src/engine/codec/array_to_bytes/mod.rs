@@ -2,12 +2,14 @@
 
 pub mod bytes;
 pub mod sharding;
+pub(crate) mod vlen;
 
 use ::bytes::Bytes;
 use serde_json::{Map, Value};
 
 use self::bytes::BytesCodec;
 use self::sharding::ShardingCodec;
+use self::vlen::VlenCodec;
 use super::numcodecs::FilterStack;
 use super::ChunkRepr;
 use crate::engine::error::Result;
@@ -21,6 +23,8 @@ pub(crate) enum ArrayToBytesCodec {
     Sharding(Box<ShardingCodec>),
     /// A Zarr v2 array's numcodecs filters and byte order.
     Numcodecs(FilterStack),
+    /// `vlen-utf8` and `vlen-bytes`
+    Vlen(VlenCodec),
 }
 
 impl ArrayToBytesCodec {
@@ -29,6 +33,7 @@ impl ArrayToBytesCodec {
         Ok(match name {
             "bytes" | "endian" => Some(Self::Bytes(BytesCodec::from_json(config, repr)?)),
             "sharding_indexed" => Some(Self::Sharding(Box::new(ShardingCodec::from_json(config, repr)?))),
+            "vlen-utf8" | "vlen-bytes" => Some(Self::Vlen(VlenCodec::new(name, repr)?)),
             _ => None,
         })
     }
@@ -38,7 +43,7 @@ impl ArrayToBytesCodec {
         match self {
             Self::Bytes(_) => Some(repr.size_bytes()),
             Self::Numcodecs(f) => f.keeps_size().then(|| repr.size_bytes()),
-            Self::Sharding(_) => None,
+            Self::Sharding(_) | Self::Vlen(_) => None,
         }
     }
 
@@ -48,6 +53,7 @@ impl ArrayToBytesCodec {
             Self::Bytes(b) => b.decode(encoded, repr),
             Self::Sharding(s) => s.decode(encoded, repr),
             Self::Numcodecs(f) => f.decode(encoded, repr),
+            Self::Vlen(v) => v.decode(encoded, repr),
         }
     }
 }

@@ -17,8 +17,10 @@ use serde_json::Value;
 
 use self::filters::Filter;
 use super::array_to_bytes::bytes::{BytesCodec, Endian};
+use super::array_to_bytes::vlen::VlenCodec;
 use super::ChunkRepr;
-use crate::engine::error::{corrupt, Result};
+use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::json::numcodecs_id;
 
 /// A v2 array's filters and byte order.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,27 +29,40 @@ pub(crate) struct FilterStack {
     filters: Vec<Filter>,
     /// The dtype's byte order.
     bytes: BytesCodec,
+    /// For object arrays, the first filter: `vlen-utf8` or `vlen-bytes`,
+    /// which turns elements into bytes.
+    vlen: Option<VlenCodec>,
 }
 
 impl FilterStack {
     /// The `filters` list (null or a list of numcodecs configurations) for
     /// elements of `repr` stored in `endian` byte order.
     pub(crate) fn from_json(filters: Option<&Value>, endian: Endian, repr: &ChunkRepr) -> Result<Self> {
-        let filters = match filters {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(list)) => list.iter().map(Filter::from_json).collect::<Result<_>>()?,
+        let mut list = match filters {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(list)) => &list[..],
             Some(other) => return Err(corrupt(format!("filters {other} is neither null nor a list"))),
         };
+        let mut vlen = None;
+        if repr.data_type.is_variable() {
+            let first = list
+                .first()
+                .ok_or_else(|| Error::Unsupported("dtype \"|O\" without an object codec filter".into()))?;
+            vlen = Some(VlenCodec::new(numcodecs_id(first, "filter")?.0, repr)?);
+            list = &list[1..];
+        }
         Ok(Self {
-            filters,
+            filters: list.iter().map(Filter::from_json).collect::<Result<_>>()?,
             bytes: BytesCodec::new(endian, repr),
+            vlen,
         })
     }
 
     /// Whether the filters leave the size of the data as it is (so the
     /// compressor's output size is known).
     pub(crate) fn keeps_size(&self) -> bool {
-        self.filters.iter().all(|f| {
+        self.vlen.is_none()
+            && self.filters.iter().all(|f| {
             matches!(f, Filter::Identity | Filter::Shuffle { .. })
                 || matches!(f, Filter::Delta { dtype, astype } if dtype.data_type.size() == astype.data_type.size())
                 || matches!(f, Filter::FixedScaleOffset { dtype, astype, .. } if dtype.data_type.size() == astype.data_type.size())
@@ -61,6 +76,9 @@ impl FilterStack {
         for filter in self.filters.iter().rev() {
             data = Bytes::from(filter.decode(&data)?);
         }
-        self.bytes.decode(data, repr)
+        match &self.vlen {
+            Some(vlen) => vlen.decode(data, repr),
+            None => self.bytes.decode(data, repr),
+        }
     }
 }

@@ -130,6 +130,17 @@ def test_binary_and_default_format(entry):
             assert np.frombuffer(r.content, NUMERIC[name]).tolist() == want["json"], label
 
 
+CORRUPT = MANIFEST["typed_corrupt"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "npy"])
+@pytest.mark.parametrize("entry", CORRUPT, ids=ids(CORRUPT))
+def test_damaged_text_is_502(entry, fmt):
+    r = get(entry["path"], entry["select"], fmt)
+    assert r.status_code == 502, f"{entry['kind']}: {r.status_code} {r.text[:300]}"
+    assert r.headers["content-type"] == "application/problem+json"
+
+
 def test_every_writer_and_type_is_covered():
     """The fixture list itself: each writer wrote each kind of type."""
     kinds = {(e["writer"].split(" ")[0], e["data_type"]) for e in TYPED}

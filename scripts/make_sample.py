@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""Write the sample dataset served by `zarr-serve` when started without arguments.
+"""Write the sample datasets served by `zarr-serve` when started without arguments.
 
-Usage: python scripts/make_sample.py OUTDIR      -> OUTDIR/sample.zarr
+Usage: python scripts/make_sample.py OUTDIR      -> OUTDIR/sample.zarr, OUTDIR/stations.zarr
+
+- sample.zarr (Zarr v3, zarr-python 3): a sharded temperature cube, a mask, a
+  labels group with a string array;
+- stations.zarr (Zarr v2 with consolidated metadata, written by xarray the way
+  most public archives are): daily station data with a CF time coordinate,
+  packed int16 temperatures and a string station coordinate.
 
 Written with zarr-python 3 (see tests/fixtures/requirements.txt for pinned versions).
 Deterministic: the content is computed, gzip headers use mtime 0.
@@ -82,7 +88,47 @@ def main():
     c = labels.create_array("classes", shape=(100,), dtype="int16", chunks=(30,), fill_value=-1,
                             dimension_names=["i"], attributes={"units": "1"})
     c[...] = (np.arange(100, dtype=np.int16) * 7) % 3
+    names = labels.create_array("names", shape=(3,), dtype=str, chunks=(3,), dimension_names=["class"],
+                                attributes={"description": "the name of each class value"})
+    names[...] = np.array(["unknown", "ocean", "land"], dtype=object)
+    report(out)
+    write_stations(os.path.join(os.path.abspath(sys.argv[1]), "stations.zarr"))
 
+
+def write_stations(out):
+    """A small Zarr v2 dataset as xarray writes one (consolidated, CF-encoded)."""
+    import pandas as pd
+    import xarray as xr
+
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    rng = np.random.default_rng(2020)
+    time = pd.date_range("2020-01-01", periods=31, freq="D")
+    station = np.array(["Oslo", "Bergen", "Tromsø", "Stavanger", "Longyearbyen"], dtype=object)
+    lat = np.array([59.91, 60.39, 69.65, 58.97, 78.22])
+    day = np.arange(31)[:, None]
+    temp = -2.0 - 0.4 * (lat[None, :] - 59) + 3 * np.sin(day / 5.0) + rng.normal(0, 1.0, (31, 5))
+    temp[10:13, 4] = np.nan  # a gap in the record
+    precip = np.round(np.clip(rng.gamma(0.6, 4.0, (31, 5)) - 1.0, 0, None), 1).astype("float32")
+    ds = xr.Dataset(
+        {"temperature": (("time", "station"), temp, {"units": "degC", "long_name": "daily mean air temperature"}),
+         "precipitation": (("time", "station"), precip, {"units": "mm", "long_name": "daily precipitation"})},
+        coords={"time": time, "station": station,
+                "lat": ("station", lat, {"units": "degrees_north"}),
+                "lon": ("station", np.array([10.75, 5.32, 18.96, 5.73, 15.65]), {"units": "degrees_east"})},
+        attrs={"title": "zarr-serve sample stations (synthetic)", "Conventions": "CF-1.8",
+               "source": "scripts/make_sample.py, xarray " + xr.__version__, "license": "CC0-1.0"})
+    encoding = {
+        "temperature": {"dtype": "int16", "scale_factor": 0.01, "add_offset": 0.0, "_FillValue": -32768,
+                        "chunks": (16, 5)},
+        "precipitation": {"chunks": (16, 5)},
+        "time": {"units": "days since 2020-01-01", "calendar": "proleptic_gregorian", "dtype": "int64"},
+    }
+    ds.to_zarr(out, mode="w", zarr_format=2, consolidated=True, encoding=encoding)
+    report(out)
+
+
+def report(out):
     total = 0
     for dp, _, fs in os.walk(out):
         total += sum(os.path.getsize(os.path.join(dp, f)) for f in fs)

@@ -44,7 +44,7 @@ ensure_release_binary() { cargo build --release --locked --bin zarr-serve; }
 start_server() {
   PORT=$(free_port)
   ./target/release/zarr-serve --listen "127.0.0.1:$PORT" \
-    --dataset "fixtures=$1" --dataset "sample=$ROOT/sample/sample.zarr" >>"$WORK/server.log" 2>&1 &
+    --dataset "fixtures=$1" --dataset "sample=$ROOT/sample/sample.zarr" --dataset "stations=$ROOT/sample/stations.zarr" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   wait_for "http://127.0.0.1:$PORT/healthz"

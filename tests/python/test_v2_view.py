@@ -151,6 +151,22 @@ def test_xarray_lists_the_passthrough():
     assert_same(direct(SAMPLE), xr.open_zarr(f"{BASE_URL}/v1/datasets/sample/zarr/", consolidated=False))
 
 
+STATIONS = REPO_ROOT / "sample" / "stations.zarr"
+
+
+def test_xarray_reads_the_v2_sample_through_the_view_and_the_passthrough():
+    """The Zarr v2 sample (written by xarray) reads the same through both routes
+    as from disk: CF times, a string coordinate, packed temperatures."""
+    stored = xr.open_zarr(str(STATIONS), consolidated=True)
+    base = f"{BASE_URL}/v1/datasets/stations"
+    for url in (f"{base}/v2/", f"{base}/zarr/"):
+        served = xr.open_zarr(url, consolidated=True)
+        assert_same(stored, served)
+        for name in ("time", "station", "lat", "lon"):
+            assert np.array_equal(stored[name].values, served[name].values), (url, name)
+    assert list(stored["station"].values[:2]) == ["Oslo", "Bergen"]
+
+
 def test_listings_in_html_and_json():
     base = f"{BASE_URL}/v1/datasets/sample"
     html = requests.get(f"{base}/zarr/", timeout=30)

@@ -152,7 +152,8 @@ class Server:
         self.logf = open(self.logpath, "w")
         # cwd = data dir: no config/default.toml there, so only built-in defaults + env + flags.
         self.p = subprocess.Popen([binary, "--listen", f"127.0.0.1:{self.port}",
-                                   "--dataset", f"bench={os.path.join(data, 'bench.zarr')}"],
+                                   "--dataset", f"bench={os.path.join(data, 'bench.zarr')}",
+                                   "--dataset", f"twins={os.path.join(data, 'twins.zarr')}"],
                                   cwd=data, env=env, stdout=self.logf, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while True:
@@ -411,15 +412,19 @@ def main():
             prev = cur
         bad = []
         for r, c in [(0, 0), (5, 7), (31, 31), (13, 22), (31, 0)]:
-            got = curl_bytes(tile_url(s.base, r, c))
             want = open(os.path.join(data, "static", "tiles", f"{r}_{c}.bin"), "rb").read()
-            if got != want:
-                bad.append([r, c, len(got)])
+            for url in (tile_url(s.base, r, c), f"{s.base}/v1/datasets/bench/v2/tiles/{r}.{c}"):
+                got = curl_bytes(url)
+                if got != want:
+                    bad.append([url, len(got)])
         res["tiles_check_mismatches"] = bad
         wrk(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "zarr"}, args.warmup)
         res["tiles_zarr"] = wrk_cpu(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "zarr"}, args.duration,
                                     s.p.pid)
         res["tiles_zarr"]["rss_after"] = s.status()
+        wrk(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "v2"}, args.warmup)
+        res["tiles_v2_view"] = wrk_cpu(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "v2"}, args.duration,
+                                       s.p.pid)
         log("metadata: wrk ...")
         node = "/v1/datasets/bench/nodes/volume"
         res["node_doc_bytes"] = len(curl_bytes(s.base + node))
@@ -427,6 +432,18 @@ def main():
         res["meta_zarr"] = wrk_cpu(args, "wrk_path.lua", s.base, {"WRK_PATH": node}, args.duration, s.p.pid)
         res["meta_zarr"]["rss_after"] = s.status()
         res["tiles_zarr"]["log_issues"] = s.log_issues()
+        s.stop()
+
+        # ---- Zarr v2 zstd against the same data and chunks as v3 zstd (fresh server) ----
+        log("v2 vs v3: whole 64 MiB twins ...")
+        s = start_server()
+        twins = {}
+        for name in ("v3_zstd", "v2_zstd"):
+            twins[name] = {"sha256": curl_sha256(f"{s.base}/v1/datasets/twins/data/{name}")[0], "warm": []}
+        for _ in range(max(3, args.n)):
+            for name in ("v3_zstd", "v2_zstd"):
+                twins[name]["warm"].append(curl(f"{s.base}/v1/datasets/twins/data/{name}"))
+        res["twins"] = twins
         s.stop()
 
         # ---- nginx: the same tiles as files, and the zarr.json documents ----

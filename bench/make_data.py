@@ -7,6 +7,10 @@ Usage: python bench/make_data.py OUTDIR        -> OUTDIR/bench.zarr  (group)
                                    a smooth field plus noise (1 GiB decoded)
          OUTDIR/bench.zarr/tiles   uint8 (8192, 8192), shards (2048, 2048),
                                    inner chunks (256, 256), uncompressed (64 MiB)
+         OUTDIR/twins.zarr         the volume's first shard (128, 512, 512) twice, in
+                                   chunks (32, 64, 64) with zstd level 1, unsharded:
+                                   v3_zstd (Zarr v3) and v2_zstd (Zarr v2, numcodecs
+                                   Zstd), to compare reading v2 with reading v3
 
 Deterministic: every shard's noise comes from numpy's PCG64 seeded with
 (SEED, array number, shard number), so the bytes do not depend on write order.
@@ -96,6 +100,35 @@ def expected_ok(path):
         return False
 
 
+TWINS_VERSION = 1
+
+
+def write_twins(out):
+    """The same 64 MiB of volume data as Zarr v3 and as Zarr v2, both zstd level 1."""
+    import numcodecs
+
+    try:
+        with open(os.path.join(out, "zarr.json")) as f:
+            if json.load(f).get("attributes", {}).get("twins_complete") == TWINS_VERSION:
+                print(f"{out}: already complete, skipping")
+                return
+    except (OSError, ValueError):
+        pass
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    shape, chunks = (128, 512, 512), (32, 64, 64)
+    data = volume_shard(0, 0, 0, shape, np.random.default_rng([SEED, 0, 0]))
+    root = zarr.open_group(out, mode="w", attributes={"title": "v2/v3 twins", "seed": SEED})
+    v3 = root.create_array("v3_zstd", shape=shape, dtype="uint16", chunks=chunks, fill_value=0,
+                           compressors=[ZstdCodec(level=1)], dimension_names=["z", "y", "x"])
+    v3[...] = data
+    v2 = zarr.create_array(os.path.join(out, "v2_zstd"), shape=shape, dtype="uint16", chunks=chunks,
+                           fill_value=0, zarr_format=2, compressors=numcodecs.Zstd(level=1))
+    v2[...] = data
+    root.attrs["twins_complete"] = TWINS_VERSION
+    print(f"{out}: {du(out) / 2**20:.1f} MiB on disk")
+
+
 def du(path):
     total = 0
     for root, _, files in os.walk(path):
@@ -109,6 +142,7 @@ def main():
         print(__doc__)
         sys.exit(2)
     out = os.path.join(os.path.abspath(sys.argv[1]), "bench.zarr")
+    write_twins(os.path.join(os.path.abspath(sys.argv[1]), "twins.zarr"))
     if expected_ok(out):
         print(f"{out}: already complete ({du(out) / 2**20:.1f} MiB on disk), skipping")
         return

@@ -95,6 +95,22 @@ def render(res):
              f"{fmt(lz.get('p99', 0) / 1000 if lz else None, ' ms', 2)} | nginx "
              f"{fmt(ln.get('p50', 0) / 1000 if ln else None, ' ms', 2)} / {fmt(ln.get('p99', 0) / 1000 if ln else None, ' ms', 2)} | "
              f"p99/p50 = {fmt(pr, '', 1)} | p99 < 10x p50 | {verdict(None if pr is None else pr < 10)} |")
+    tv = res.get("tiles_v2_view", {})
+    r5 = ratio(tv.get("rps"), tz.get("rps"))
+    L.append(f"| Zarr v2 view: the same tiles as `/v2/` chunks, req/s | {fmt(tv.get('rps'))} | "
+             f"`/data/` tiles {fmt(tz.get('rps'))} | {fmt(r5, 'x', 2)} | >= 0.5x `/data/` | "
+             f"{verdict(None if r5 is None else r5 >= 0.5)} |")
+    tw = res.get("twins", {})
+
+    def best_mbps(name):
+        ok = [w["time_s"] for w in tw.get(name, {}).get("warm", []) if w.get("status") == 200 and w.get("time_s")]
+        return 64 * MIB / MB / min(ok) if ok else None
+
+    v2m, v3m = best_mbps("v2_zstd"), best_mbps("v3_zstd")
+    r6 = ratio(v2m, v3m)
+    L.append(f"| Zarr v2 zstd, whole 64 MiB, warm (best of {len(tw.get('v2_zstd', {}).get('warm', []))}) | "
+             f"{fmt(v2m, ' MB/s')} | same data and chunks as Zarr v3 zstd {fmt(v3m, ' MB/s')} | {fmt(r6, 'x', 2)} | "
+             f">= 0.8x (within 20%) | {verdict(None if r6 is None else r6 >= 0.8)} |")
     r4 = ratio(mz.get("rps"), mn.get("rps"))
     L.append(f"| Metadata: node doc (`nodes/volume`, {res.get('node_doc_bytes')} B) req/s | {fmt(mz.get('rps'))} | "
              f"nginx zarr.json ({res.get('zarr_json_bytes')} B) {fmt(mn.get('rps'))} | {fmt(r4, 'x', 2)} | >= 0.5x nginx | "
@@ -187,9 +203,11 @@ def render(res):
     if whole and (whole.get("status") != 200 or whole.get("size") != 1073741824
                   or whole.get("content_length") not in (None, whole.get("size"))):
         odd.append(f"whole-volume response odd: {whole}")
+    if tw and tw.get("v2_zstd", {}).get("sha256") != tw.get("v3_zstd", {}).get("sha256"):
+        odd.append("the v2 and v3 twins answered different bytes")
     if res.get("tiles_check_mismatches"):
         odd.append(f"tile bytes differ from numpy extraction: {res['tiles_check_mismatches']}")
-    for k in ("tiles_zarr", "tiles_nginx", "meta_zarr", "meta_nginx"):
+    for k in ("tiles_zarr", "tiles_v2_view", "tiles_nginx", "meta_zarr", "meta_nginx"):
         w = res.get(k, {})
         if "error" in w:
             odd.append(f"{k}: wrk failed: {w['error'][:300]}")

@@ -1,5 +1,6 @@
 -- wrk script: random single inner-chunk tiles of bench/tiles (32 x 32 grid of 256x256).
 -- TILE_MODE=zarr   -> /v1/datasets/bench/data/tiles?select=R*256:(R+1)*256,C*256:(C+1)*256
+-- TILE_MODE=v2     -> /v1/datasets/bench/v2/tiles/R.C   (the Zarr v2 view's chunk, same bytes)
 -- TILE_MODE=static -> /static/tiles/R_C.bin   (nginx, same bytes)
 -- Each wrk thread uses a fixed seed, so both servers see the same request sequence.
 local mode = os.getenv("TILE_MODE") or "zarr"
@@ -20,6 +21,8 @@ function request()
   local path
   if mode == "static" then
     path = "/static/tiles/" .. r .. "_" .. c .. ".bin"
+  elseif mode == "v2" then
+    path = "/v1/datasets/bench/v2/tiles/" .. r .. "." .. c
   else
     path = string.format("/v1/datasets/bench/data/tiles?select=%d:%d,%d:%d",
                          r * 256, (r + 1) * 256, c * 256, (c + 1) * 256)

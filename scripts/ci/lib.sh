@@ -40,17 +40,29 @@ ensure_fixtures() {
 
 ensure_release_binary() { cargo build --release --locked --bin zarr-serve; }
 
-# zarr-serve over the fixtures at URL and the sample, on a free port.
+# zarr-serve over the fixtures at URL and the samples, on a free port; the
+# v2 sample also from a plain static HTTP server (no listing: its children
+# come from .zmetadata) as dataset stations_http.
 start_server() {
   PORT=$(free_port)
+  STATIC_PORT=$(free_port)
+  python3 -m http.server --bind 127.0.0.1 --directory "$ROOT/sample" "$STATIC_PORT" >>"$WORK/static.log" 2>&1 &
+  STATIC_PID=$!
+  PIDS+=("$STATIC_PID")
+  wait_for "http://127.0.0.1:$STATIC_PORT/stations.zarr/.zmetadata"
   ./target/release/zarr-serve --listen "127.0.0.1:$PORT" \
-    --dataset "fixtures=$1" --dataset "sample=$ROOT/sample/sample.zarr" --dataset "stations=$ROOT/sample/stations.zarr" >>"$WORK/server.log" 2>&1 &
+    --dataset "fixtures=$1" --dataset "sample=$ROOT/sample/sample.zarr" \
+    --dataset "stations=$ROOT/sample/stations.zarr" \
+    --dataset "stations_http=http://127.0.0.1:$STATIC_PORT/stations.zarr" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   wait_for "http://127.0.0.1:$PORT/healthz"
   export TEST_SERVER_URL=http://127.0.0.1:$PORT
 }
-stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; }
+stop_server() {
+  kill "$SERVER_PID" "$STATIC_PID"
+  wait "$SERVER_PID" "$STATIC_PID" 2>/dev/null || true
+}
 
 # The suites every store backend runs: the store contract, region reads and
 # HTTP against the fixtures in that store, and the Python clients through it.

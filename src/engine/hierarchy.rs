@@ -119,9 +119,13 @@ impl Dataset {
         Err(Error::NotFound(format!("no node '/{path}' in dataset '{}'", self.name)))
     }
 
-    /// Whether any `zarr.json` lies below `path` (an implicit group).
+    /// Whether any `zarr.json` lies below `path` (an implicit group). A
+    /// store that answered the metadata reads but cannot list (a plain HTTP
+    /// server) has no implicit groups.
     async fn has_descendant_node(&self, path: &str) -> Result<bool> {
-        let (dirs, _) = self.store.list_dir(path).await?;
+        let Ok((dirs, _)) = self.store.list_dir(path).await else {
+            return Ok(false);
+        };
         // Breadth-first over directories, bounded so a huge chunk tree cannot stall a request.
         let mut queue: std::collections::VecDeque<String> = dirs.into_iter().map(|d| join(path, &d)).collect();
         let mut visited = 0;
@@ -139,9 +143,20 @@ impl Dataset {
         Ok(false)
     }
 
-    /// The children of the group at `path`, sorted by name.
+    /// The children of the group at `path`, sorted by name. The store's
+    /// listing says which names to look at; where it cannot list (a plain
+    /// HTTP server) or lists nothing, the root's consolidated metadata
+    /// (v2 `.zmetadata`, v3 `consolidated_metadata`) does. Either way each
+    /// child is what its own metadata says, so stale consolidated
+    /// metadata cannot add or change a node.
     pub async fn children(&self, path: &str) -> Result<Vec<Child>> {
-        let (dirs, _) = self.store.list_dir(path).await?;
+        let dirs = match self.store.list_dir(path).await {
+            Ok((dirs, _)) if !dirs.is_empty() => dirs,
+            listed => match self.consolidated_children(path).await {
+                Some(names) => names,
+                None => listed?.0,
+            },
+        };
         let lookups = dirs
             .into_iter()
             .filter(|d| validate_key(d).is_ok())
@@ -165,5 +180,46 @@ impl Dataset {
             .collect::<Result<_>>()?;
         children.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         Ok(children)
+    }
+
+    /// The names directly under `path` that the root's consolidated
+    /// metadata mentions, if it has any (`None` when it has none or cannot
+    /// be read: the caller's listing stands).
+    async fn consolidated_children(&self, path: &str) -> Option<Vec<String>> {
+        let root = self.node("").await.ok()?;
+        let keys: Vec<String> = match root.metadata.as_ref().map(|m| m.zarr_format()) {
+            Some(3) => root
+                .metadata
+                .as_ref()?
+                .raw()
+                .pointer("/consolidated_metadata/metadata")?
+                .as_object()?
+                .keys()
+                .cloned()
+                .collect(),
+            _ => {
+                let read = self.store.get(".zmetadata", ByteRange::All, None).await.ok()??;
+                let doc: serde_json::Value = serde_json::from_slice(&read.data).ok()?;
+                let keys = doc.get("metadata")?.as_object()?.keys();
+                // "a/b/.zarray" names the node "a/b".
+                keys.filter_map(|k| k.rsplit_once('/').map(|(node, _)| node.to_string()))
+                    .collect()
+            }
+        };
+        let prefix = if path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}/")
+        };
+        let mut names: Vec<String> = keys
+            .iter()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter_map(|rest| rest.split('/').next())
+            .filter(|name| !name.is_empty())
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names.dedup();
+        Some(names)
     }
 }

@@ -167,6 +167,25 @@ def test_xarray_reads_the_v2_sample_through_the_view_and_the_passthrough():
     assert list(stored["station"].values[:2]) == ["Oslo", "Bergen"]
 
 
+def test_a_v2_dataset_on_a_plain_http_server_finds_its_children_in_zmetadata():
+    """`stations_http` is the v2 sample behind a static HTTP server, which cannot
+    list: the root's children come from its consolidated .zmetadata, each still
+    read from its own .zarray."""
+    base = f"{BASE_URL}/v1/datasets"
+    local = requests.get(f"{base}/stations/nodes", timeout=30).json()
+    remote = requests.get(f"{base}/stations_http/nodes", timeout=30)
+    assert remote.status_code == 200, remote.text[:300]
+    assert remote.json()["children"] == local["children"] and len(local["children"]) == 6
+    for path in ("station", "temperature?select=3:9&format=json"):
+        a = requests.get(f"{base}/stations/data/{path}", timeout=30)
+        b = requests.get(f"{base}/stations_http/data/{path}", timeout=30)
+        assert b.status_code == 200 and a.content == b.content, path
+    assert_same(xr.open_zarr(str(STATIONS), consolidated=True),
+                xr.open_zarr(f"{base}/stations_http/v2/", consolidated=True))
+    # A node that is not there is still a 404, though the store cannot list.
+    assert requests.get(f"{base}/stations_http/nodes/no_such_node", timeout=30).status_code == 404
+
+
 def test_listings_in_html_and_json():
     base = f"{BASE_URL}/v1/datasets/sample"
     html = requests.get(f"{base}/zarr/", timeout=30)

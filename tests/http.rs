@@ -924,3 +924,36 @@ async fn datasets_listing_and_metrics_follow_authentication() {
     assert_eq!(ok.status(), 200);
     assert!(ok.text().await.unwrap().contains("zarr_serve_requests_total"));
 }
+
+#[tokio::test]
+async fn text_results_are_measured_for_413_and_have_etags() {
+    let mut cfg = config();
+    // 70 strings: 560 bytes by the 8-bytes-an-element estimate, 587 as JSON.
+    cfg.max_response_bytes = 570;
+    let server = Server::start(cfg).await;
+    let url = "/v1/datasets/fixtures/data/types/string";
+    let e = problem(get(&server, url).await, 413).await;
+    assert!(e["detail"].as_str().unwrap().contains("570"), "{e}");
+    let one = get(&server, &format!("{url}?select=0,0")).await;
+    assert_eq!(one.status(), 200);
+    assert_eq!(one.headers()[header::CONTENT_TYPE], "application/json");
+    let etag = one.headers()[header::ETAG].clone();
+    let again = client()
+        .get(server.url(&format!("{url}?select=0,0")))
+        .header(header::IF_NONE_MATCH, etag.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    let npy = get(&server, &format!("{url}?select=0,0&format=npy")).await;
+    assert_ne!(npy.headers()[header::ETAG], etag);
+    let head = client()
+        .head(server.url(&format!("{url}?select=0,0")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        head.headers()[header::CONTENT_LENGTH],
+        one.headers()[header::CONTENT_LENGTH]
+    );
+}

@@ -90,6 +90,7 @@ impl Dataset {
             metadata,
             etag,
             rendered: Default::default(),
+            coordinates: Default::default(),
         };
         let meta_key = join(path, "zarr.json");
         if let Some(read) = self.store.get(&meta_key, ByteRange::All, None).await? {
@@ -186,40 +187,60 @@ impl Dataset {
     /// metadata mentions, if it has any (`None` when it has none or cannot
     /// be read: the caller's listing stands).
     async fn consolidated_children(&self, path: &str) -> Option<Vec<String>> {
-        let root = self.node("").await.ok()?;
-        let keys: Vec<String> = match root.metadata.as_ref().map(|m| m.zarr_format()) {
-            Some(3) => root
-                .metadata
-                .as_ref()?
-                .raw()
-                .pointer("/consolidated_metadata/metadata")?
-                .as_object()?
-                .keys()
-                .cloned()
-                .collect(),
-            _ => {
-                let read = self.store.get(".zmetadata", ByteRange::All, None).await.ok()??;
-                let doc: serde_json::Value = serde_json::from_slice(&read.data).ok()?;
-                let keys = doc.get("metadata")?.as_object()?.keys();
-                // "a/b/.zarray" names the node "a/b".
-                keys.filter_map(|k| k.rsplit_once('/').map(|(node, _)| node.to_string()))
-                    .collect()
-            }
-        };
-        let prefix = if path.is_empty() {
-            String::new()
-        } else {
-            format!("{path}/")
-        };
-        let mut names: Vec<String> = keys
-            .iter()
-            .filter_map(|k| k.strip_prefix(&prefix))
-            .filter_map(|rest| rest.split('/').next())
-            .filter(|name| !name.is_empty())
-            .map(str::to_string)
-            .collect();
-        names.sort();
-        names.dedup();
-        Some(names)
+        let keys = self.consolidated_keys().await?;
+        Some(under(&keys, path).0)
     }
+
+    /// The metadata keys the root's consolidated metadata names (v2
+    /// `.zmetadata` with itself; v3 `consolidated_metadata` as `zarr.json`
+    /// keys).
+    async fn consolidated_keys(&self) -> Option<Vec<String>> {
+        let root = self.node("").await.ok()?;
+        if let Some(meta) = root.metadata.as_ref().filter(|m| m.zarr_format() == 3) {
+            let nodes = meta.raw().pointer("/consolidated_metadata/metadata")?.as_object()?;
+            let mut keys: Vec<String> = nodes.keys().map(|k| join(k, "zarr.json")).collect();
+            keys.push("zarr.json".into());
+            return Some(keys);
+        }
+        let read = self.store.get(".zmetadata", ByteRange::All, None).await.ok()??;
+        let doc: serde_json::Value = serde_json::from_slice(&read.data).ok()?;
+        let mut keys: Vec<String> = doc.get("metadata")?.as_object()?.keys().cloned().collect();
+        keys.push(".zmetadata".into());
+        Some(keys)
+    }
+
+    /// The sub-prefixes and keys of the store directly under `prefix`;
+    /// where the store cannot list (a plain HTTP server), those the root's
+    /// consolidated metadata names.
+    pub async fn list_keys(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        match self.store.list_dir(prefix).await {
+            Ok(listing) => Ok(listing),
+            Err(e) => match self.consolidated_keys().await {
+                Some(keys) => Ok(under(&keys, prefix)),
+                None => Err(e.into()),
+            },
+        }
+    }
+}
+
+/// The sub-prefixes and keys directly under `prefix` among `keys`, sorted.
+fn under(keys: &[String], prefix: &str) -> (Vec<String>, Vec<String>) {
+    let start = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}/")
+    };
+    let (mut prefixes, mut names) = (Vec::new(), Vec::new());
+    for rest in keys.iter().filter_map(|k| k.strip_prefix(&start)) {
+        match rest.split_once('/') {
+            Some((dir, _)) if !dir.is_empty() => prefixes.push(dir.to_string()),
+            Some(_) => {}
+            None => names.push(rest.to_string()),
+        }
+    }
+    for list in [&mut prefixes, &mut names] {
+        list.sort();
+        list.dedup();
+    }
+    (prefixes, names)
 }

@@ -22,10 +22,12 @@
 //! - `v2_view`: the whole dataset as a read-only Zarr v2 store.
 
 mod cache;
+mod cf;
 mod chunk_grid;
 mod chunk_key_encoding;
 /// Public for the micro-benchmarks (`bench/hot_paths.rs`), which time the real codec chain.
 pub mod codec;
+mod coordinate;
 /// Public for the micro-benchmarks, which time the real block copy.
 pub mod copy;
 mod data_type;
@@ -33,6 +35,7 @@ mod decode_pool;
 mod error;
 mod hierarchy;
 mod json;
+pub mod labels;
 mod metadata;
 mod metadata_v2;
 mod node;
@@ -42,6 +45,7 @@ mod resources;
 mod selection;
 mod time;
 mod v2_view;
+mod values;
 pub mod vlen;
 
 pub use cache::{CacheOptions, CacheStats, Caches};
@@ -52,8 +56,8 @@ pub use metadata::{ArrayMetadata, NodeMetadata};
 pub(crate) use metadata_v2::codecs_document as v2_codecs_document;
 pub use node::Node;
 pub use plan::{ReadOptions, ReadPlan};
-pub use read::Versions;
+pub use read::{ReadQuery, Versions};
 pub use resources::{ResourceOptions, Resources};
-pub use selection::Selection;
+pub use selection::{SelectValue, Selection};
 pub use time::{TimeUnit, Unit, NAT};
 pub use v2_view::{Listing, ViewValue};

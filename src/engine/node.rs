@@ -1,9 +1,15 @@
 //! A node of a hierarchy: its path, its parsed metadata and the version of
 //! that metadata.
 
+use std::sync::Arc;
+
 use super::error::{Error, Result};
+use super::labels::Coordinate;
 use super::metadata::{ArrayMetadata, NodeMetadata};
 use crate::storage::join;
+
+/// The coordinates of an array's dimensions (`None`: no coordinate).
+pub(crate) type Coordinates = Arc<[Option<Arc<Coordinate>>]>;
 
 /// A node of the hierarchy.
 #[derive(Debug)]
@@ -17,6 +23,8 @@ pub struct Node {
     /// A rendering of this node kept by the server for as long as the node
     /// is cached (the metadata TTL), so it is built once, not per request.
     pub(crate) rendered: tokio::sync::OnceCell<bytes::Bytes>,
+    /// Its dimensions' coordinates, read when first needed.
+    pub(crate) coordinates: tokio::sync::OnceCell<Coordinates>,
 }
 
 impl Node {

@@ -7,10 +7,13 @@
 //! unless one chunk row alone exceeds the slab size. The HTTP layer streams
 //! slab by slab with bounded memory.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::copy::Block;
+use super::cf::MaskAndScale;
+use super::copy::{copy_block, source_prefix_elements, Block};
+use super::data_type::DataType;
 use super::error::Result;
 use super::metadata::ArrayMetadata;
 use super::node::Node;
@@ -49,12 +52,33 @@ pub struct ReadPlan {
     /// The selection is exactly one whole read unit (a tile): its decoded
     /// bytes are the result as they are, with no copy.
     pub(crate) whole_unit: bool,
+    /// A vectorized selection: each point's positions (then `dims` is empty).
+    pub(crate) points: Option<Arc<[Vec<u64>]>>,
+    /// CF decoding (`decode=cf`): the result is `float64`.
+    pub(crate) cf: Option<Arc<MaskAndScale>>,
 }
 
 impl ReadPlan {
     /// Plan `selection` on the array at `node`.
     pub fn new(node: Arc<Node>, selection: &Selection, options: &ReadOptions) -> Result<Self> {
         let meta = node.array()?;
+        let read_shape = match meta.codecs.partial_sharding() {
+            Some(codec) => codec.inner_shape().to_vec(),
+            None => meta.chunk_grid.chunk_shape.clone(),
+        };
+        if selection.point_list().is_some() {
+            let points: Arc<[Vec<u64>]> = selection.resolve_points(&meta.shape)?.into();
+            return Ok(Self {
+                node,
+                dims: Vec::new(),
+                slab_dim: None,
+                slabs: std::iter::once(0..points.len() as u64).collect(),
+                read_shape,
+                whole_unit: false,
+                points: Some(points),
+                cf: None,
+            });
+        }
         let dims = selection.resolve(&meta.shape)?;
         let slab_dim = dims.iter().position(|d| d.len > 1);
         let slabs = match slab_dim {
@@ -78,15 +102,11 @@ impl ReadPlan {
                 slabs
             }
         };
-        let read_shape = match meta.codecs.partial_sharding() {
-            Some(codec) => codec.inner_shape().to_vec(),
-            None => meta.chunk_grid.chunk_shape.clone(),
-        };
         let whole_unit = slabs.len() == 1
             && dims
                 .iter()
                 .zip(&read_shape)
-                .all(|(d, &n)| d.step == 1 && d.len == n && d.start % n == 0);
+                .all(|(d, &n)| !d.is_list() && d.step == 1 && d.len == n && d.start % n == 0);
         Ok(Self {
             node,
             dims,
@@ -94,7 +114,23 @@ impl ReadPlan {
             slabs,
             read_shape,
             whole_unit,
+            points: None,
+            cf: None,
         })
+    }
+
+    /// Decode the result as CF packed data (into `float64`).
+    pub(crate) fn with_cf(mut self, cf: MaskAndScale) -> Self {
+        self.cf = Some(Arc::new(cf));
+        self
+    }
+
+    /// The data type of the result: the array's, or `float64` when CF-decoded.
+    pub fn data_type(&self) -> DataType {
+        match self.cf {
+            Some(_) => DataType::Float64,
+            None => self.meta().data_type,
+        }
     }
 
     pub(crate) fn meta(&self) -> &ArrayMetadata {
@@ -104,21 +140,46 @@ impl ReadPlan {
     /// The resolved selection as text: equal for selections that pick the
     /// same elements in the same layout, however they were written.
     pub(crate) fn selection_key(&self) -> String {
+        let key = self.positions_key();
+        if self.cf.is_some() {
+            format!("{key};cf")
+        } else {
+            key
+        }
+    }
+
+    fn positions_key(&self) -> String {
+        let list = |l: &[u64]| l.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+        if let Some(points) = &self.points {
+            let points: Vec<String> = points.iter().map(|p| list(p)).collect();
+            return format!("points:{}", points.join(";"));
+        }
         self.dims
             .iter()
-            .map(|d| format!("{}:{}:{}:{}", d.start, d.step, d.len, u8::from(d.dropped)))
+            .map(|d| match &d.list {
+                Some(l) => format!("[{}]", list(l)),
+                None => format!("{}:{}:{}:{}", d.start, d.step, d.len, u8::from(d.dropped)),
+            })
             .collect::<Vec<_>>()
             .join(",")
     }
 
-    /// Shape of the result (dropped dimensions removed).
+    /// Shape of the result (dropped dimensions removed; `[n]` for points).
     pub fn output_shape(&self) -> Vec<u64> {
-        output_shape(&self.dims)
+        match &self.points {
+            Some(points) => vec![points.len() as u64],
+            None => output_shape(&self.dims),
+        }
+    }
+
+    /// Elements of the whole result.
+    pub(crate) fn output_elements(&self) -> u64 {
+        self.output_shape().iter().product()
     }
 
     /// Bytes of the whole result.
     pub(crate) fn output_bytes(&self) -> u64 {
-        self.dims.iter().map(|d| d.len).product::<u64>() * self.meta().data_type.size() as u64
+        self.output_elements() * self.data_type().size() as u64
     }
 
     /// The array's metadata.
@@ -133,7 +194,7 @@ impl ReadPlan {
 
     /// Bytes of the largest slab.
     pub(crate) fn max_slab_bytes(&self) -> u64 {
-        let size = self.meta().data_type.size() as u64;
+        let size = self.data_type().size() as u64;
         (0..self.slabs.len())
             .map(|i| self.slab_shape(i).iter().product::<u64>() * size)
             .max()
@@ -149,8 +210,20 @@ impl ReadPlan {
         }
     }
 
+    /// The read units (shards or chunks) slab `i` needs, each once, with
+    /// the part of it the slab takes.
+    pub(crate) fn units(&self, slab: usize) -> Vec<Unit> {
+        match &self.points {
+            Some(points) => point_units(
+                points.iter().enumerate().map(|(k, p)| (k as u64, &p[..])),
+                &self.meta().chunk_grid.chunk_shape,
+            ),
+            None => units(&self.unit_spans(slab)),
+        }
+    }
+
     /// Per-dimension spans over the read units (shards or chunks) for slab `i`.
-    pub(crate) fn unit_spans(&self, slab: usize) -> Vec<Vec<ChunkSpan>> {
+    fn unit_spans(&self, slab: usize) -> Vec<Vec<ChunkSpan>> {
         let chunk_shape = &self.meta().chunk_grid.chunk_shape;
         self.dims
             .iter()
@@ -166,8 +239,12 @@ impl ReadPlan {
             .collect()
     }
 
-    /// The shape of slab `i`'s buffer in array rank (dropped dimensions have length 1).
+    /// The shape of slab `i`'s buffer in array rank (dropped dimensions
+    /// have length 1); `[n]` for points.
     pub(crate) fn slab_shape(&self, slab: usize) -> Vec<u64> {
+        if let Some(points) = &self.points {
+            return vec![points.len() as u64];
+        }
         self.dims
             .iter()
             .enumerate()
@@ -182,41 +259,169 @@ impl ReadPlan {
     }
 }
 
-/// One chunk or shard of the grid and the spans of it that a slab needs.
+/// One chunk or shard of the grid and the part of it a slab needs.
 pub(crate) struct Unit {
     pub(crate) coords: Vec<u64>,
-    pub(crate) spans: Vec<ChunkSpan>,
+    pub(crate) part: Part,
 }
 
-/// The cartesian product of per-dimension spans, as units with grid coordinates.
+/// The elements of a unit a read takes.
+pub(crate) enum Part {
+    /// Per dimension, every span of the selection inside the unit (several
+    /// when an index list comes back to the unit).
+    Spans(Vec<Vec<ChunkSpan>>),
+    /// Points inside the unit: (output position, position within the unit).
+    Points(Vec<(u64, Vec<u64>)>),
+}
+
+/// Where a decoded chunk's elements go in the output.
+#[derive(Debug, Clone)]
+pub(crate) enum Placement {
+    /// Strided blocks (basic and orthogonal selections).
+    Blocks(Vec<Block>),
+    /// Single elements: (element offset in the chunk, output position).
+    Points(Vec<(u64, u64)>),
+}
+
+impl Part {
+    /// The placement of this part from a decoded unit of `shape`.
+    pub(crate) fn placement(&self, shape: &[u64]) -> Placement {
+        match self {
+            Part::Spans(dims) => {
+                let mut blocks = vec![Block {
+                    src_start: vec![],
+                    src_step: vec![],
+                    dst_start: vec![],
+                    count: vec![],
+                }];
+                for spans in dims {
+                    blocks = blocks
+                        .into_iter()
+                        .flat_map(|b| {
+                            spans.iter().map(move |s| {
+                                let mut b = b.clone();
+                                b.src_start.push(s.start_in_chunk);
+                                b.src_step.push(s.step);
+                                b.dst_start.push(s.out_start);
+                                b.count.push(s.count);
+                                b
+                            })
+                        })
+                        .collect();
+                }
+                Placement::Blocks(blocks)
+            }
+            Part::Points(points) => {
+                let strides = c_strides(shape);
+                let offset = |p: &[u64]| p.iter().zip(&strides).map(|(i, s)| i * s).sum::<u64>();
+                Placement::Points(points.iter().map(|(out, p)| (offset(p), *out)).collect())
+            }
+        }
+    }
+}
+
+fn c_strides(shape: &[u64]) -> Vec<u64> {
+    let mut strides = vec![1u64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
+impl Placement {
+    /// How many leading elements of a decoded chunk of `shape` the copy
+    /// reads: one past the last.
+    pub(crate) fn prefix_elements(&self, shape: &[u64]) -> u64 {
+        match self {
+            Placement::Blocks(blocks) => blocks
+                .iter()
+                .map(|b| source_prefix_elements(b, shape))
+                .max()
+                .unwrap_or(0),
+            Placement::Points(points) => points.iter().map(|(src, _)| src + 1).max().unwrap_or(0),
+        }
+    }
+
+    /// Shift the output positions back by `start` along `dim` (a slab's
+    /// place in the whole result).
+    pub(crate) fn shift(&mut self, dim: usize, start: u64) {
+        if let Placement::Blocks(blocks) = self {
+            for b in blocks {
+                b.dst_start[dim] -= start;
+            }
+        }
+    }
+
+    /// Copy the placed elements of `src` (a decoded chunk of `src_shape`;
+    /// `None`: every element is `fill`) into `dst` (shape `dst_shape`).
+    pub(crate) fn copy(&self, src: Option<&[u8]>, src_shape: &[u64], dst: &mut [u8], dst_shape: &[u64], fill: &[u8]) {
+        match self {
+            Placement::Blocks(blocks) => {
+                for b in blocks {
+                    copy_block(src, src_shape, dst, dst_shape, b, fill);
+                }
+            }
+            Placement::Points(points) => {
+                let size = fill.len();
+                for &(from, to) in points {
+                    let (from, to) = (from as usize * size, to as usize * size);
+                    let element = src.map_or(fill, |s| &s[from..from + size]);
+                    dst[to..to + size].copy_from_slice(element);
+                }
+            }
+        }
+    }
+}
+
+/// Units from per-dimension spans: each dimension's spans grouped by
+/// chunk, then every combination of chunks, so each unit is read once.
 pub(crate) fn units(spans: &[Vec<ChunkSpan>]) -> Vec<Unit> {
-    let mut out = vec![Unit {
-        coords: vec![],
-        spans: vec![],
-    }];
-    for dim in spans {
+    let grouped: Vec<Vec<(u64, Vec<ChunkSpan>)>> = spans
+        .iter()
+        .map(|dim| {
+            let mut by_chunk: BTreeMap<u64, Vec<ChunkSpan>> = BTreeMap::new();
+            for s in dim {
+                by_chunk.entry(s.chunk).or_default().push(*s);
+            }
+            by_chunk.into_iter().collect()
+        })
+        .collect();
+    let mut out = vec![(vec![], vec![])];
+    for dim in &grouped {
         out = out
             .into_iter()
-            .flat_map(|u| {
-                dim.iter().map(move |s| {
-                    let mut coords = u.coords.clone();
-                    coords.push(s.chunk);
-                    let mut spans = u.spans.clone();
-                    spans.push(*s);
-                    Unit { coords, spans }
+            .flat_map(|(coords, parts): (Vec<u64>, Vec<Vec<ChunkSpan>>)| {
+                dim.iter().map(move |(chunk, spans)| {
+                    let mut coords = coords.clone();
+                    coords.push(*chunk);
+                    let mut parts = parts.clone();
+                    parts.push(spans.clone());
+                    (coords, parts)
                 })
             })
             .collect();
     }
-    out
+    out.into_iter()
+        .map(|(coords, parts)| Unit {
+            coords,
+            part: Part::Spans(parts),
+        })
+        .collect()
 }
 
-/// Where the part of one chunk that `spans` cover goes in the output.
-pub(crate) fn block_for(spans: &[ChunkSpan], dims: &[DimSelection]) -> Block {
-    Block {
-        src_start: spans.iter().map(|s| s.start_in_chunk).collect(),
-        src_step: dims.iter().map(|d| d.step).collect(),
-        dst_start: spans.iter().map(|s| s.out_start).collect(),
-        count: spans.iter().map(|s| s.count).collect(),
+/// Units from points: grouped by the unit of `unit_shape` each lies in.
+pub(crate) fn point_units<'a>(points: impl IntoIterator<Item = (u64, &'a [u64])>, unit_shape: &[u64]) -> Vec<Unit> {
+    let mut by_unit: BTreeMap<Vec<u64>, Vec<(u64, Vec<u64>)>> = BTreeMap::new();
+    for (out, p) in points {
+        let coords = p.iter().zip(unit_shape).map(|(i, n)| i / n).collect();
+        let within = p.iter().zip(unit_shape).map(|(i, n)| i % n).collect();
+        by_unit.entry(coords).or_default().push((out, within));
     }
+    by_unit
+        .into_iter()
+        .map(|(coords, points)| Unit {
+            coords,
+            part: Part::Points(points),
+        })
+        .collect()
 }

@@ -172,6 +172,122 @@ fn year_text(year: i128) -> String {
     }
 }
 
+/// Nanoseconds in a day.
+pub(crate) const DAY_NS: i128 = 86_400_000_000_000;
+
+/// ISO 8601 text of an instant given in nanoseconds since 1970-01-01T00:00
+/// UTC: `2020-01-05T12:00:00`, with as many fraction digits as it needs.
+pub(crate) fn format_instant(ns: i128) -> String {
+    let (days, rest) = (ns.div_euclid(DAY_NS), ns.rem_euclid(DAY_NS));
+    let seconds = rest / 1_000_000_000;
+    let mut out = format!(
+        "{}T{:02}:{:02}:{:02}",
+        date_text(days),
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    let fraction = rest % 1_000_000_000;
+    if fraction != 0 {
+        let digits = format!("{fraction:09}");
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+    out
+}
+
+/// An ISO 8601 instant in nanoseconds since 1970-01-01T00:00 UTC:
+/// `2020-01-05`, `2020-01-05T12:00`, `2020-01-05 12:00:00.5`, with `Z` or
+/// `±HH:MM` (no offset: UTC). Months and days may have one digit, as CF
+/// `units` often write them (`days since 1900-1-1`).
+pub(crate) fn parse_instant(text: &str) -> Option<i128> {
+    let text = text.trim();
+    let (date, time) = match text.find(['T', ' ']) {
+        Some(i) => (&text[..i], Some(text[i + 1..].trim())),
+        None => (text, None),
+    };
+    let negative = date.starts_with('-');
+    let mut parts = date.trim_start_matches('-').splitn(3, '-');
+    let year: i128 = parts.next()?.parse().ok()?;
+    let year = if negative { -year } else { year };
+    let month: u32 = parts.next().map_or(Some(1), |m| m.parse().ok())?;
+    let day: u32 = parts.next().map_or(Some(1), |d| d.parse().ok())?;
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let mut ns = days_from_civil(year, month, day) * DAY_NS;
+    if let Some(time) = time.filter(|t| !t.is_empty()) {
+        ns += parse_time_of_day(time)?;
+    }
+    Some(ns)
+}
+
+/// `HH[:MM[:SS[.fff]]]` with an optional `Z` or `±HH[:MM]`, in nanoseconds
+/// after midnight UTC (before it, for a positive offset).
+fn parse_time_of_day(text: &str) -> Option<i128> {
+    let (clock, offset) = match text.find(['Z', 'z', '+', '-']) {
+        Some(i) => (&text[..i], &text[i..]),
+        None => (text, ""),
+    };
+    let mut fields = clock.split(':');
+    let hours: i128 = fields.next()?.parse().ok()?;
+    let minutes: i128 = fields.next().map_or(Some(0), |m| m.parse().ok())?;
+    let (seconds, fraction) = match fields.next() {
+        None => (0, 0),
+        Some(s) => {
+            let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+            if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let frac_ns: i128 = if frac.is_empty() {
+                0
+            } else {
+                format!("{frac:0<9}").parse().ok()?
+            };
+            (whole.parse::<i128>().ok()?, frac_ns)
+        }
+    };
+    if fields.next().is_some() || hours > 24 || minutes > 59 || seconds > 60 {
+        return None;
+    }
+    let offset_ns = match offset {
+        "" | "Z" | "z" => 0,
+        signed => {
+            let sign = if signed.starts_with('-') { -1 } else { 1 };
+            let body = &signed[1..];
+            let (h, m) = match body.split_once(':') {
+                Some((h, m)) => (h, m),
+                None if body.len() == 4 => body.split_at(2),
+                None => (body, "0"),
+            };
+            let (h, m): (i128, i128) = (h.parse().ok()?, m.parse().ok()?);
+            sign * (h * 3600 + m * 60) * 1_000_000_000
+        }
+    };
+    Some(((hours * 60 + minutes) * 60 + seconds) * 1_000_000_000 + fraction - offset_ns)
+}
+
+fn days_in_month(year: i128, month: u32) -> u32 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+pub(crate) fn days_from_civil(year: i128, month: u32, day: u32) -> i128 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = month as i128;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day as i128 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// `YYYY-MM-DD` of the day `days` after 1970-01-01.
 fn date_text(days: i128) -> String {
     let (y, m, d) = civil_from_days(days);
@@ -218,6 +334,39 @@ mod tests {
         assert_eq!(text("D", 18_262), "2020-01-01");
         assert_eq!(text("ms", 1_582_934_400_123), "2020-02-29T00:00:00.123");
         assert_eq!(TimeUnit::parse("s").unwrap().format_datetime(NAT), None);
+    }
+
+    #[test]
+    fn instants_parse_and_print() {
+        let day = |d: i128| d * DAY_NS;
+        assert_eq!(parse_instant("1970-01-01"), Some(0));
+        assert_eq!(parse_instant("2020-01-05"), Some(day(18_266)));
+        assert_eq!(
+            parse_instant("2020-01-05T12:00"),
+            Some(day(18_266) + 12 * 3_600_000_000_000)
+        );
+        assert_eq!(
+            parse_instant("2020-01-05T12:00Z"),
+            parse_instant("2020-01-05T14:00:00+02:00")
+        );
+        assert_eq!(parse_instant("1900-1-1 00:00:00"), Some(day(-25_567)));
+        assert_eq!(parse_instant("2000-01-01T00:00:00.5"), Some(day(10_957) + 500_000_000));
+        for bad in [
+            "",
+            "2020-13-01",
+            "2021-02-29",
+            "2020-01-05T25:00",
+            "x",
+            "2020-01-05T12:00:00.1234567891",
+        ] {
+            assert_eq!(parse_instant(bad), None, "{bad}");
+        }
+        assert_eq!(format_instant(day(18_266) + 1_500_000_000), "2020-01-05T00:00:01.5");
+        assert_eq!(format_instant(-1), "1969-12-31T23:59:59.999999999");
+        for d in [-800_000i128, -1, 0, 59, 60, 18_262, 2_932_896] {
+            let (y, m, dd) = civil_from_days(d);
+            assert_eq!(days_from_civil(y, m, dd), d);
+        }
     }
 
     #[test]

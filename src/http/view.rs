@@ -105,7 +105,7 @@ pub(super) async fn zarr_listing(
 ) -> Result<Response, ApiError> {
     let dataset = state.dataset(ds, headers)?;
     validate_key(prefix).map_err(ApiError::BadRequest)?;
-    let (prefixes, keys) = dataset.store().list_dir(prefix).await?;
+    let (prefixes, keys) = dataset.list_keys(prefix).await?;
     if !prefix.is_empty() && prefixes.is_empty() && keys.is_empty() {
         return Err(ApiError::NotFound(format!("no prefix '{prefix}/' in dataset '{ds}'")));
     }

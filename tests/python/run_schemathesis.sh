@@ -14,7 +14,8 @@
 #   ST_SEED            seed, for reproducible runs (default 20240601)
 #   ST_WORKERS         concurrent workers (default 2)
 #   ST_SKIP_PREFIXES   comma-separated node-path prefixes never offered as realistic
-#                      values (default "corrupt/": the fixture arrays that must answer 502)
+#                      values (default "corrupt/,v2_corrupt/,v2_types_corrupt/": the fixture
+#                      arrays that must answer 502)
 #   ST_REPORT_DIR      where the JUnit + NDJSON reports go (default: a temp dir, printed)
 #   ST_SCHEMA          schema file (default: a copy of $BASE_URL/openapi.yaml); a local file lets you
 #                      try an openapi.yaml edit before the server that embeds it is rebuilt
@@ -46,7 +47,7 @@ MAX_EXAMPLES="${ST_MAX_EXAMPLES:-200}"
 TIME_LIMIT="${ST_TIME_LIMIT:-170}"
 SEED="${ST_SEED:-20240601}"
 WORKERS="${ST_WORKERS:-2}"
-SKIP_PREFIXES="${ST_SKIP_PREFIXES:-corrupt/,v2_corrupt/}"
+SKIP_PREFIXES="${ST_SKIP_PREFIXES:-corrupt/,v2_corrupt/,v2_types_corrupt/}"
 SCHEMA="${ST_SCHEMA:-}"
 
 if [[ -n "${SCHEMATHESIS:-}" ]]; then

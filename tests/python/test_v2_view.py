@@ -182,6 +182,10 @@ def test_a_v2_dataset_on_a_plain_http_server_finds_its_children_in_zmetadata():
         assert b.status_code == 200 and a.content == b.content, path
     assert_same(xr.open_zarr(str(STATIONS), consolidated=True),
                 xr.open_zarr(f"{base}/stations_http/v2/", consolidated=True))
+    # The passthrough's root listing comes from .zmetadata too.
+    listing = [requests.get(f"{base}/{ds}/zarr/", headers={"Accept": "application/json"}, timeout=30).json()
+               for ds in ("stations", "stations_http")]
+    assert listing[0] == listing[1] and "temperature" in listing[0]["prefixes"]
     # A node that is not there is still a 404, though the store cannot list.
     assert requests.get(f"{base}/stations_http/nodes/no_such_node", timeout=30).status_code == 404
 

@@ -7,10 +7,9 @@ use bytes::Bytes;
 
 use crate::engine::cache::ChunkKey;
 use crate::engine::codec::CodecChain;
-use crate::engine::copy::Block;
 use crate::engine::error::{Error, Result};
 use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::{block_for, ReadPlan, Unit};
+use crate::engine::plan::{Placement, ReadPlan, Unit};
 use crate::storage::{ByteRange, StoreError};
 
 /// The store versions (ETags) of every key a read used; `None` = absent.
@@ -33,7 +32,7 @@ pub(super) enum Source {
 /// One chunk (or inner chunk) a slab needs, and where its part goes.
 pub(super) struct Item {
     pub(super) source: Source,
-    pub(super) block: Block,
+    pub(super) placement: Placement,
     /// Where to keep the decoded chunk, for small reads with the cache on.
     pub(super) cache_as: Option<ChunkKey>,
 }
@@ -43,7 +42,7 @@ impl Item {
     pub(super) fn fill(plan: &ReadPlan, unit: &Unit) -> Self {
         Item {
             source: Source::Fill,
-            block: block_for(&unit.spans, &plan.dims),
+            placement: unit.part.placement(&plan.read_shape),
             cache_as: None,
         }
     }
@@ -72,7 +71,7 @@ impl Dataset {
         };
         let items = vec![Item {
             source,
-            block: block_for(&unit.spans, &plan.dims),
+            placement: unit.part.placement(&plan.read_shape),
             cache_as: None,
         }];
         Ok(Fetched {

@@ -21,13 +21,49 @@ use futures::{StreamExt, TryStreamExt};
 
 pub use fetch::Versions;
 
+use super::cf::MaskAndScale;
 use super::error::{Error, Result};
 use super::hierarchy::Dataset;
-use super::plan::{units, ReadPlan};
+use super::labels::LabelQuery;
+use super::plan::ReadPlan;
 use super::selection::Selection;
+use super::values::is_real;
 use crate::storage::join;
 
+/// What a region read asks: positions, labels, and CF decoding.
+#[derive(Debug, Clone, Default)]
+pub struct ReadQuery {
+    /// Positions (`select`, or points).
+    pub selection: Selection,
+    /// Labels (`sel`, points by label) and their matching method.
+    pub labels: LabelQuery,
+    /// `decode=cf`.
+    pub decode_cf: bool,
+}
+
 impl Dataset {
+    /// Open the array at `path` and plan `query`: labels resolved to
+    /// positions first, so the plan only knows positions.
+    pub async fn plan_query(&self, path: &str, query: &ReadQuery) -> Result<ReadPlan> {
+        let node = self.node(path).await?;
+        let selection = self
+            .resolve_labels(&node, query.selection.clone(), &query.labels)
+            .await?;
+        let plan = ReadPlan::new(node.clone(), &selection, &self.resources.read)?;
+        let meta = plan.meta();
+        if !query.decode_cf || !is_real(meta.data_type) {
+            return Ok(plan);
+        }
+        let source = node.metadata.as_ref().expect("an array has metadata");
+        let v2_fill = source
+            .raw()
+            .get("fill_value")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        let cf = MaskAndScale::new(meta, source.attributes(), source.zarr_format(), &v2_fill)?;
+        Ok(plan.with_cf(cf))
+    }
+
     /// Open the array at `path` and plan a read of `selection`.
     pub async fn plan_read(&self, path: &str, selection: &Selection) -> Result<ReadPlan> {
         let node = self.node(path).await?;
@@ -54,7 +90,7 @@ impl Dataset {
     pub(crate) async fn read_versions(&self, plan: &ReadPlan) -> Result<Versions> {
         let mut keys = Vec::new();
         for slab in 0..plan.slab_count() {
-            for unit in units(&plan.unit_spans(slab)) {
+            for unit in plan.units(slab) {
                 keys.push(self.chunk_key(plan, &unit.coords));
             }
         }

@@ -12,7 +12,7 @@ use crate::engine::cache::CachedIndex;
 use crate::engine::codec::array_to_bytes::sharding::{IndexLocation, ShardIndex, ShardingCodec};
 use crate::engine::error::{Error, Result};
 use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::{block_for, units, ReadPlan, Unit};
+use crate::engine::plan::{point_units, units, Part, ReadPlan, Unit};
 use crate::engine::selection::{ChunkSpan, DimSelection};
 use crate::storage::{ByteRange, StoreError};
 
@@ -31,7 +31,7 @@ impl Dataset {
         unit: &Unit,
         pin: Pin,
     ) -> Result<Fetched> {
-        let needed = inner_units(plan, codec, unit);
+        let needed = inner_units(codec, unit);
         let all_needed = needed.len() as u64 == codec.chunks_per_shard().iter().product::<u64>();
         for attempt in 0..2 {
             let result = match self.cached_index(&key).await {
@@ -143,7 +143,7 @@ impl Dataset {
                 };
                 Item {
                     source,
-                    block: block_for(&u.spans, &plan.dims),
+                    placement: u.part.placement(&plan.read_shape),
                     cache_as: None,
                 }
             })
@@ -212,7 +212,7 @@ impl Dataset {
             };
             items.push(Item {
                 source,
-                block: block_for(&u.spans, &plan.dims),
+                placement: u.part.placement(&plan.read_shape),
                 cache_as,
             });
         }
@@ -235,29 +235,31 @@ impl Dataset {
 }
 
 /// The inner chunks of `unit` (a shard) that the plan needs, with the
-/// spans of their parts in the output.
-fn inner_units(plan: &ReadPlan, codec: &ShardingCodec, unit: &Unit) -> Vec<Unit> {
-    let inner_spans: Vec<Vec<ChunkSpan>> = unit
-        .spans
-        .iter()
-        .zip(&plan.dims)
-        .zip(codec.inner_shape())
-        .map(|((span, sel), &inner)| {
-            let within = DimSelection {
-                start: span.start_in_chunk,
-                step: sel.step,
-                len: span.count,
-                dropped: false,
-            };
-            within
-                .chunk_spans(inner, 0..span.count)
-                .into_iter()
-                .map(|s| ChunkSpan {
-                    out_start: s.out_start + span.out_start,
-                    ..s
+/// parts of them it takes.
+fn inner_units(codec: &ShardingCodec, unit: &Unit) -> Vec<Unit> {
+    let inner_shape = codec.inner_shape();
+    match &unit.part {
+        Part::Points(points) => point_units(points.iter().map(|(out, p)| (*out, &p[..])), inner_shape),
+        Part::Spans(dims) => {
+            let inner_spans: Vec<Vec<ChunkSpan>> = dims
+                .iter()
+                .zip(inner_shape)
+                .map(|(spans, &inner)| {
+                    spans
+                        .iter()
+                        .flat_map(|span| {
+                            DimSelection::strided(span.start_in_chunk, span.step, span.count)
+                                .chunk_spans(inner, 0..span.count)
+                                .into_iter()
+                                .map(|s| ChunkSpan {
+                                    out_start: s.out_start + span.out_start,
+                                    ..s
+                                })
+                        })
+                        .collect()
                 })
-                .collect()
-        })
-        .collect();
-    units(&inner_spans)
+                .collect();
+            units(&inner_spans)
+        }
+    }
 }

@@ -13,11 +13,10 @@ use super::fetch::{Item, Source, Versions};
 use crate::buffer_pool::{self, BufferPool};
 use crate::engine::cache::ChunkKey;
 use crate::engine::codec::CodecChain;
-use crate::engine::copy::{copy_block, source_prefix_elements, Block};
 use crate::engine::decode_pool::Priority;
 use crate::engine::error::{Error, Result};
 use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::{units, ReadPlan};
+use crate::engine::plan::{Placement, ReadPlan};
 use crate::engine::vlen::{Gather, FILL_HANDLE};
 
 /// Decoded bytes handed to one decoding job, so a shard's inner chunks are
@@ -32,7 +31,7 @@ const PREFIX_SPARES_AT_LEAST: usize = 128 << 10;
 /// A decoded item ready to copy.
 struct Decoded {
     data: Option<Bytes>,
-    block: Block,
+    placement: Placement,
     cache_as: Option<ChunkKey>,
 }
 
@@ -65,7 +64,7 @@ impl Dataset {
         // Variable-length elements are placed as handles, resolved at the end.
         let mut variable = meta.data_type.is_variable().then(Gather::default);
         let chunk_elements = plan.read_shape.iter().product::<u64>() as usize;
-        let units = units(&plan.unit_spans(slab));
+        let units = plan.units(slab);
         let inline = units.len() <= 1;
         let mut fetches = futures::stream::iter(units)
             .map(|unit| {
@@ -88,7 +87,7 @@ impl Dataset {
                     let done: Result<Vec<Decoded>> = done;
                     for mut item in done? {
                         if let Some((d, start)) = slab_start {
-                            item.block.dst_start[d] -= start;
+                            item.placement.shift(d, start);
                         }
                         match &item.data {
                             Some(data) if plan.whole_unit => whole = Some(data.clone()),
@@ -98,10 +97,10 @@ impl Dataset {
                                 }
                                 if let Some(gather) = variable.as_mut() {
                                     let handles = data.clone().map(|d| gather.add(d, chunk_elements)).transpose()?;
-                                    copy_block(handles.as_deref(), &plan.read_shape, &mut out, &shape, &item.block, &FILL_HANDLE);
+                                    item.placement.copy(handles.as_deref(), &plan.read_shape, &mut out, &shape, &FILL_HANDLE);
                                 } else {
                                     let src = data.as_deref();
-                                    copy_block(src, &plan.read_shape, &mut out, &shape, &item.block, &meta.fill_value);
+                                    item.placement.copy(src, &plan.read_shape, &mut out, &shape, &meta.fill_value);
                                 }
                             }
                         }
@@ -135,6 +134,10 @@ impl Dataset {
             (Some(data), _) => data,
             (None, Some(gather)) => gather.resolve(&out, &meta.fill_value),
             (None, None) => BufferPool::into_bytes(&resources.buffers, out),
+        };
+        let data = match &plan.cf {
+            Some(cf) => cf.decode(meta.data_type, &data)?,
+            None => data,
         };
         let data = match held {
             Some(permit) => buffer_pool::holding(data, permit),
@@ -172,7 +175,7 @@ fn decode_item(codecs: &CodecChain, item: Item) -> Result<Decoded> {
         Source::Decoded(bytes) => Some(bytes),
         Source::Encoded(bytes) => {
             let repr = codecs.decoded_repr();
-            let elements = source_prefix_elements(&item.block, &repr.shape);
+            let elements = item.placement.prefix_elements(&repr.shape);
             let prefix = elements as usize * repr.data_type.size();
             let spared = repr.size_bytes().saturating_sub(prefix);
             if item.cache_as.is_some() || spared < PREFIX_SPARES_AT_LEAST {
@@ -184,7 +187,7 @@ fn decode_item(codecs: &CodecChain, item: Item) -> Result<Decoded> {
     };
     Ok(Decoded {
         data,
-        block: item.block,
+        placement: item.placement,
         cache_as: item.cache_as,
     })
 }

@@ -138,8 +138,10 @@ impl MaskAndScale {
 }
 
 /// An attribute's number: a JSON number, `"NaN"`/`"Infinity"`/
-/// `"-Infinity"`, or base64 of the element's little-endian bytes.
-fn attribute_number(value: &Value, data_type: DataType) -> Option<f64> {
+/// `"-Infinity"`, or base64 of little-endian bytes: an element of
+/// `data_type`, or a float64/float32 (xarray writes a float32 array's
+/// `_FillValue` as a float64 on Zarr v3).
+pub(crate) fn attribute_number(value: &Value, data_type: DataType) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
         Value::Bool(b) => Some(f64::from(u8::from(*b))),
@@ -149,7 +151,13 @@ fn attribute_number(value: &Value, data_type: DataType) -> Option<f64> {
             "-Infinity" => Some(f64::NEG_INFINITY),
             text => {
                 let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
-                real_values(data_type, &bytes).ok()?.first().copied()
+                let as_type = match bytes.len() {
+                    n if n == data_type.size() => data_type,
+                    8 => DataType::Float64,
+                    4 => DataType::Float32,
+                    _ => return None,
+                };
+                real_values(as_type, &bytes).ok()?.first().copied()
             }
         },
         Value::Array(items) if items.len() == 1 => attribute_number(&items[0], data_type),
@@ -161,6 +169,18 @@ fn attribute_number(value: &Value, data_type: DataType) -> Option<f64> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn fill_value_attributes_in_every_form() {
+        assert_eq!(attribute_number(&json!(-32768), DataType::Int16), Some(-32768.0));
+        assert!(attribute_number(&json!("NaN"), DataType::Float32).unwrap().is_nan());
+        // xarray on Zarr v3: a float64 NaN for a float32 array, in base64.
+        assert!(attribute_number(&json!("AAAAAAAA+H8="), DataType::Float32)
+            .unwrap()
+            .is_nan());
+        assert_eq!(attribute_number(&json!("AACAPw=="), DataType::Float32), Some(1.0));
+        assert_eq!(attribute_number(&json!("AQ=="), DataType::Float32), None);
+    }
 
     #[test]
     fn time_units_as_xarray_reads_them() {

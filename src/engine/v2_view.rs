@@ -14,6 +14,7 @@
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
+use super::cf::attribute_number;
 use super::copy::{copy_block, Block};
 use super::data_type::DataType;
 use super::error::{Error, Result};
@@ -22,6 +23,7 @@ use super::metadata::ArrayMetadata;
 use super::node::Node;
 use super::read::Versions;
 use super::selection::Selection;
+use super::values::is_real;
 use super::vlen::{encode_item, Gather, FILL_HANDLE};
 use crate::storage::join;
 
@@ -119,29 +121,18 @@ fn array_documents(node: &Node, meta: &ArrayMetadata) -> (Value, Value) {
     (zarray, Value::Object(attrs))
 }
 
-/// A `_FillValue` attribute as a v2 `fill_value`: xarray writes a float's
-/// in base64 of its little-endian bytes on Zarr v3; a number or `"NaN"`
-/// stays as it is; anything else undecodable is left out (null).
+/// A `_FillValue` attribute as a v2 `fill_value`: xarray writes floats
+/// in base64 on Zarr v3 ([`attribute_number`]); a number or `"NaN"` stays as
+/// it is; anything else undecodable is left out (null).
 fn decoded_fill_value(value: Value, data_type: DataType) -> Value {
-    use base64::Engine;
-    let Value::String(text) = &value else {
-        return value;
-    };
-    if data_type.is_text_or_bytes() || matches!(text.as_str(), "NaN" | "Infinity" | "-Infinity") {
+    if !matches!(value, Value::String(_)) || !is_real(data_type) {
         return value;
     }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .unwrap_or_default();
-    let number = match (data_type, bytes.len()) {
-        (DataType::Float64, 8) => f64::from_le_bytes(bytes.try_into().expect("8 bytes")),
-        (DataType::Float32, 4) => f32::from_le_bytes(bytes.try_into().expect("4 bytes")) as f64,
-        _ => return Value::Null,
-    };
-    match number {
-        n if n.is_nan() => json!("NaN"),
-        n if n.is_infinite() => json!(if n > 0.0 { "Infinity" } else { "-Infinity" }),
-        n => json!(n),
+    match attribute_number(&value, data_type) {
+        Some(n) if n.is_nan() => json!("NaN"),
+        Some(n) if n.is_infinite() => json!(if n > 0.0 { "Infinity" } else { "-Infinity" }),
+        Some(n) => json!(n),
+        None => Value::Null,
     }
 }
 

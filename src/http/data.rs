@@ -18,10 +18,11 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::{json_body, npy_header, npy_text, streamable, Format};
+use super::format::{json_body, npy_header, npy_text, streamable, Format, ResultLabels};
 use super::problem::ApiError;
+use super::query::Query;
 use super::AppState;
-use crate::engine::{Dataset, Error, ReadPlan, Selection, Versions};
+use crate::engine::{Dataset, Error, ReadPlan, Versions};
 use crate::metrics::Metrics;
 
 /// `/v1/datasets/{ds}/data`: the root node.
@@ -32,7 +33,8 @@ pub(super) async fn read_root(
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    region(&state, &ds, "", query.as_deref(), &method, &headers).await
+    let query = Query::from_query_string(query.as_deref())?;
+    region(&state, &ds, "", query, &method, &headers).await
 }
 
 /// `/v1/datasets/{ds}/data/{path}`
@@ -43,42 +45,49 @@ pub(super) async fn read(
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    region(&state, &ds, &path, query.as_deref(), &method, &headers).await
+    let query = Query::from_query_string(query.as_deref())?;
+    region(&state, &ds, &path, query, &method, &headers).await
 }
 
-/// `select` and `format` from the query string; each at most once.
-fn parse_query(query: Option<&str>) -> Result<(Option<String>, Option<String>), ApiError> {
-    let (mut select, mut format) = (None, None);
-    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        let slot = match key.as_ref() {
-            "select" => &mut select,
-            "format" => &mut format,
-            _ => continue,
-        };
-        if slot.replace(value.into_owned()).is_some() {
-            return Err(ApiError::BadRequest(format!(
-                "query parameter '{key}' given more than once"
-            )));
-        }
-    }
-    Ok((select, format))
+/// `POST /v1/datasets/{ds}/data`: the root node, selection in the body.
+pub(super) async fn post_root(
+    State(state): State<Arc<AppState>>,
+    Path(ds): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut query = Query::from_query_string(query.as_deref())?;
+    query.add_body(&body)?;
+    region(&state, &ds, "", query, &Method::POST, &headers).await
+}
+
+/// `POST /v1/datasets/{ds}/data/{path}`: selection in the JSON body.
+pub(super) async fn post(
+    State(state): State<Arc<AppState>>,
+    Path((ds, path)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut query = Query::from_query_string(query.as_deref())?;
+    query.add_body(&body)?;
+    region(&state, &ds, &path, query, &Method::POST, &headers).await
 }
 
 async fn region(
     state: &AppState,
     ds: &str,
     path: &str,
-    query: Option<&str>,
+    query: Query,
     method: &Method,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let dataset = state.dataset(ds, headers)?;
-    let (select, format) = parse_query(query)?;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let selection = Selection::parse(select.as_deref().unwrap_or(""))?;
-    let plan = dataset.plan_read(path, &selection).await?;
-    let data_type = plan.array().data_type;
-    let format = Format::negotiate(format.as_deref(), accept, data_type)?;
+    let plan = dataset.plan_query(path, &query.read).await?;
+    let data_type = plan.data_type();
+    let format = Format::negotiate(query.format.as_deref(), accept, data_type)?;
     // For text and bytes this counts 8 bytes an element; the answer is
     // measured again once built.
     let requested = plan.output_bytes();
@@ -102,7 +111,11 @@ async fn region(
         (Payload::Stream(prefix), length, versions)
     } else {
         let (data, versions) = dataset.read_all(&plan).await?;
-        let body = encode(format, &plan, data)?;
+        let labels = match format {
+            Format::Json => Some(dataset.result_coords(&plan).await?),
+            _ => None,
+        };
+        let body = encode(format, &plan, data, labels)?;
         let length = body.len() as u64;
         if length > state.max_response_bytes {
             return Err(ApiError::TooLarge {
@@ -155,8 +168,9 @@ enum Payload {
 }
 
 /// The whole answer in `format`; damaged text is a corrupt-data error.
-fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Result<Bytes, ApiError> {
-    let data_type = plan.array().data_type;
+/// JSON carries the result's dimension names and coordinate labels.
+fn encode(format: Format, plan: &ReadPlan, data: Bytes, labels: Option<ResultLabels>) -> Result<Bytes, ApiError> {
+    let data_type = plan.data_type();
     let shape = plan.output_shape();
     let corrupt = |reason: String| ApiError::from(Error::corrupt(plan.node().path.clone(), reason));
     Ok(match format {
@@ -169,7 +183,7 @@ fn encode(format: Format, plan: &ReadPlan, data: Bytes) -> Result<Bytes, ApiErro
             out.extend_from_slice(&data);
             Bytes::from(out)
         }
-        Format::Json => Bytes::from(json_body(data_type, &shape, &data).map_err(corrupt)?),
+        Format::Json => Bytes::from(json_body(data_type, &shape, &data, labels.as_ref()).map_err(corrupt)?),
     })
 }
 

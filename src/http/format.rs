@@ -224,15 +224,29 @@ pub(super) fn npy_text(data_type: DataType, shape: &[u64], data: &[u8]) -> Resul
     Ok(out)
 }
 
-/// The JSON document of a region: nested lists in C order.
-pub(super) fn json_body(data_type: DataType, shape: &[u64], data: &[u8]) -> Result<String, String> {
+/// A result's `dimension_names` and `coords` (see `Dataset::result_coords`).
+pub(super) type ResultLabels = (Vec<serde_json::Value>, serde_json::Map<String, serde_json::Value>);
+
+/// The JSON document of a region: nested lists in C order, with the
+/// result's dimension names and coordinate labels when given.
+pub(super) fn json_body(
+    data_type: DataType,
+    shape: &[u64],
+    data: &[u8],
+    labels: Option<&ResultLabels>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(data.len() * 3 + 64);
     let shape_json = serde_json::to_string(shape).expect("shape");
-    let _ = write!(
-        out,
-        "{{\"shape\":{shape_json},\"data_type\":\"{}\",\"data\":",
-        data_type.name()
-    );
+    let _ = write!(out, "{{\"shape\":{shape_json},\"data_type\":\"{}\",", data_type.name());
+    if let Some((names, coords)) = labels {
+        let _ = write!(
+            out,
+            "\"dimension_names\":{},\"coords\":{},",
+            serde_json::to_string(names).expect("names"),
+            serde_json::to_string(coords).expect("coords")
+        );
+    }
+    out.push_str("\"data\":");
     match texts(data_type, data)? {
         Some(Texts::Text(items)) => {
             let mut items = items.iter();
@@ -394,7 +408,7 @@ mod tests {
     fn text_and_bytes_as_json_and_npy() {
         let data = items(&[b"a", "b\u{e9}".as_bytes(), b""]);
         assert_eq!(
-            json_body(DataType::String, &[3], &data).unwrap(),
+            json_body(DataType::String, &[3], &data, None).unwrap(),
             r#"{"shape":[3],"data_type":"string","data":["a","bé",""]}"#
         );
         let npy = npy_text(DataType::String, &[3], &data).unwrap();
@@ -406,19 +420,19 @@ mod tests {
         // `<U2` elements "ab" and "c" (NUL padded), and `|S3` b"a\0b", b"".
         let utf32: Vec<u8> = "abc\0".chars().flat_map(|c| (c as u32).to_le_bytes()).collect();
         assert_eq!(
-            json_body(DataType::FixedUtf32(8), &[2], &utf32).unwrap(),
+            json_body(DataType::FixedUtf32(8), &[2], &utf32, None).unwrap(),
             r#"{"shape":[2],"data_type":"fixed_length_utf32","data":["ab","c"]}"#
         );
-        assert!(json_body(DataType::FixedUtf32(4), &[1], &[0, 0xd8, 0, 0]).is_err());
+        assert!(json_body(DataType::FixedUtf32(4), &[1], &[0, 0xd8, 0, 0], None).is_err());
         assert_eq!(
-            json_body(DataType::FixedBytes(3), &[2], b"a\0b\0\0\0").unwrap(),
+            json_body(DataType::FixedBytes(3), &[2], b"a\0b\0\0\0", None).unwrap(),
             r#"{"shape":[2],"data_type":"null_terminated_bytes","data":["YQBi",""]}"#
         );
         let npy = npy_text(DataType::FixedBytes(3), &[2], b"a\0b\0\0\0").unwrap();
         assert!(String::from_utf8_lossy(&npy).contains("'descr': '|S3'"));
         let empty = npy_text(DataType::Bytes, &[0], &[]).unwrap();
         assert!(String::from_utf8_lossy(&empty).contains("'descr': '|S1'"));
-        assert!(json_body(DataType::String, &[1], &items(&[b"\xff"])).is_err());
+        assert!(json_body(DataType::String, &[1], &items(&[b"\xff"]), None).is_err());
     }
 
     #[test]
@@ -426,11 +440,11 @@ mod tests {
         let unit = crate::engine::TimeUnit::parse("s").unwrap();
         let data: Vec<u8> = [0i64, NAT, 86_400].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(
-            json_body(DataType::DateTime64(unit), &[3], &data).unwrap(),
+            json_body(DataType::DateTime64(unit), &[3], &data, None).unwrap(),
             r#"{"shape":[3],"data_type":"numpy.datetime64","data":["1970-01-01T00:00:00",null,"1970-01-02T00:00:00"]}"#
         );
         assert_eq!(
-            json_body(DataType::TimeDelta64(unit), &[3], &data).unwrap(),
+            json_body(DataType::TimeDelta64(unit), &[3], &data, None).unwrap(),
             r#"{"shape":[3],"data_type":"numpy.timedelta64","data":[0,null,86400]}"#
         );
         let h = String::from_utf8_lossy(&npy_header(DataType::TimeDelta64(unit), &[3])).to_string();
@@ -455,19 +469,19 @@ mod tests {
             .flat_map(|v| v.to_le_bytes())
             .collect();
         assert_eq!(
-            json_body(DataType::Float64, &[2, 2], &data).unwrap(),
+            json_body(DataType::Float64, &[2, 2], &data, None).unwrap(),
             r#"{"shape":[2,2],"data_type":"float64","data":[[1.5,"NaN"],["-Infinity",-0.0]]}"#
         );
         assert_eq!(
-            json_body(DataType::UInt64, &[], &u64::MAX.to_le_bytes()).unwrap(),
+            json_body(DataType::UInt64, &[], &u64::MAX.to_le_bytes(), None).unwrap(),
             r#"{"shape":[],"data_type":"uint64","data":18446744073709551615}"#
         );
         assert_eq!(
-            json_body(DataType::Bool, &[2], &[1, 0]).unwrap(),
+            json_body(DataType::Bool, &[2], &[1, 0], None).unwrap(),
             r#"{"shape":[2],"data_type":"bool","data":[true,false]}"#
         );
         assert_eq!(
-            json_body(DataType::Int8, &[0, 3], &[]).unwrap(),
+            json_body(DataType::Int8, &[0, 3], &[], None).unwrap(),
             r#"{"shape":[0,3],"data_type":"int8","data":[]}"#
         );
     }

@@ -8,6 +8,7 @@ mod nodes;
 mod ops;
 mod passthrough;
 mod problem;
+mod query;
 mod stall;
 mod view;
 
@@ -15,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -138,17 +139,31 @@ pub fn app(state: Arc<AppState>) -> Router {
 /// on request; passthrough values are served as stored (ranges and lengths
 /// stay exact).
 pub fn routes() -> Router<Arc<AppState>> {
-    let compressed = Router::new()
+    let documents = Router::new()
         .route("/v1/datasets", get(nodes::list_datasets))
         .route("/v1/datasets/{ds}/nodes", get(nodes::root_node))
         .route("/v1/datasets/{ds}/nodes/", get(nodes::root_node))
         .route("/v1/datasets/{ds}/nodes/{*path}", get(nodes::node))
-        .route("/v1/datasets/{ds}/data", get(data::read_root).head(data::read_root))
-        .route("/v1/datasets/{ds}/data/", get(data::read_root).head(data::read_root))
-        .route("/v1/datasets/{ds}/data/{*path}", get(data::read).head(data::read))
+        .route_layer(middleware::from_fn(no_query_parameters));
+    let data = Router::new()
+        .route(
+            "/v1/datasets/{ds}/data",
+            get(data::read_root).head(data::read_root).post(data::post_root),
+        )
+        .route(
+            "/v1/datasets/{ds}/data/",
+            get(data::read_root).head(data::read_root).post(data::post_root),
+        )
+        .route(
+            "/v1/datasets/{ds}/data/{*path}",
+            get(data::read).head(data::read).post(data::post),
+        )
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    let compressed = documents
+        .merge(data)
         .layer(compression())
         .layer(middleware::map_response(etag_per_coding));
-    let plain = Router::new()
+    let stores = Router::new()
         .route("/v1/datasets/{ds}/zarr/", get(view::zarr_root).head(view::zarr_root))
         .route(
             "/v1/datasets/{ds}/zarr/{*key}",
@@ -157,11 +172,30 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/v1/datasets/{ds}/v2", get(view::v2_root).head(view::v2_root))
         .route("/v1/datasets/{ds}/v2/", get(view::v2_root).head(view::v2_root))
         .route("/v1/datasets/{ds}/v2/{*key}", get(view::v2_get).head(view::v2_get))
+        .route_layer(middleware::from_fn(no_query_parameters));
+    let plain = stores
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.yaml", get(ops::openapi));
     compressed.merge(plain)
+}
+
+/// The largest POST body of a region read.
+const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// 400 naming the first query parameter of a `/v1/` route that takes none
+/// (a typo must never silently change an answer).
+async fn no_query_parameters(request: Request, next: Next) -> Response {
+    let first = request
+        .uri()
+        .query()
+        .and_then(|q| url::form_urlencoded::parse(q.as_bytes()).next())
+        .map(|(name, _)| name.into_owned());
+    match first {
+        Some(name) => query::unknown_parameter(&name, &[]).into_response(),
+        None => next.run(request).await,
+    }
 }
 
 /// The middleware every route runs under: problem+json fallbacks, request

@@ -28,7 +28,8 @@ ROOT = os.path.dirname(HERE)
 REGION = "100:356,200:712,300:812"
 REGION_BYTES = 256 * 512 * 512 * 2
 VOLUME_BYTES = 512 * 1024 * 1024 * 2
-ECON_PREFIXES = ("zarr_serve_store_", "zarr_serve_cache_", "zarr_serve_stream_errors_total")
+ECON_PREFIXES = ("zarr_serve_store_", "zarr_serve_cache_", "zarr_serve_stream_errors_total",
+                 "zarr_serve_chunks_decoded_total")
 
 
 def log(*a):
@@ -133,6 +134,32 @@ def curl_sha256(url, timeout=180):
         n += len(block)
     p.wait(timeout=30)
     return h.hexdigest(), n
+
+
+def curl_post(url, body_path, timeout=180):
+    """One POST of a JSON file; returns time, size, status and the body's sha256."""
+    p = subprocess.run(["curl", "-s", "--max-time", str(timeout), "-H", "Content-Type: application/json",
+                        "--data-binary", "@" + body_path, "-w", "\n%{time_total} %{http_code}", url],
+                       capture_output=True, timeout=timeout + 10)
+    body, _, tail = p.stdout.rpartition(b"\n")
+    t, status = tail.decode().split()
+    return {"time_s": float(t), "status": int(status), "size": len(body),
+            "sha256": hashlib.sha256(body).hexdigest()}
+
+
+def points_reference(data):
+    """What an ideal reader of the benchmark points touches: distinct inner
+    chunks (each decoded once) and shards (each index read once)."""
+    sys.path.insert(0, HERE)
+    import numpy as np
+    import peers
+    pts = peers.bench_points()
+    chunks = {tuple(p) for p in (pts // np.array([32, 64, 64])).tolist()}
+    shards = {tuple(p) for p in (pts // np.array([128, 512, 512])).tolist()}
+    body = os.path.join(data, "points.json")
+    with open(body, "w") as f:
+        json.dump({"points": pts.tolist()}, f)
+    return body, {"points": len(pts), "inner_chunks": len(chunks), "shards": len(shards)}
 
 
 def curl_bytes(url):
@@ -432,6 +459,19 @@ def main():
         res["meta_zarr"] = wrk_cpu(args, "wrk_path.lua", s.base, {"WRK_PATH": node}, args.duration, s.p.pid)
         res["meta_zarr"]["rss_after"] = s.status()
         res["tiles_zarr"]["log_issues"] = s.log_issues()
+        s.stop()
+
+        # ---- 10,000 points by POST (fresh server): store economy, decodes, then warm ----
+        log("points: 10,000 random points of the volume ...")
+        body, ref = points_reference(data)
+        s = start_server()
+        url = f"{s.base}/v1/datasets/bench/data/volume?format=binary"
+        m0 = metrics(s.base)
+        cold = curl_post(url, body)
+        m1 = metrics(s.base)
+        warm = [curl_post(url, body) for _ in range(max(3, args.n))]
+        res["points"] = {"reference": ref, "cold": cold, "warm": warm, "economy_cold": delta(m0, m1),
+                         "log_issues": s.log_issues()}
         s.stop()
 
         # ---- Zarr v2 zstd against the same data and chunks as v3 zstd (fresh server) ----

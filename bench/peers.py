@@ -7,6 +7,7 @@ For each library, in its own subprocess (so peak RSS is per library and per read
   region  volume[100:356, 200:712, 300:812]   (128 MiB decoded)  best of N
   whole   volume[...]                         (1 GiB decoded)    best of N   (--no-whole skips)
   tile    single 256x256 inner chunks of tiles, random, one thread: median and p99 µs
+  points  volume.vindex[10,000 seeded random points] (bench_points), best of N
 Prints one JSON document: MB/s = decoded output bytes / 1e6 / best wall time, the
 sha256 of the decoded region (C order, little-endian) so the HTTP output can be
 checked against it, and each worker's peak RSS (ru_maxrss).
@@ -24,6 +25,15 @@ import warnings
 
 REGION = (slice(100, 356), slice(200, 712), slice(300, 812))
 REGION_STR = "100:356,200:712,300:812"
+VOLUME_SHAPE = (512, 1024, 1024)
+N_POINTS = 10_000
+
+
+def bench_points():
+    """The points of the point-selection benchmark: seeded, uniform over the volume."""
+    import numpy as np
+    rng = np.random.default_rng(13)
+    return np.stack([rng.integers(0, n, size=N_POINTS) for n in VOLUME_SHAPE], axis=1)
 
 
 def worker(lib, what, data, n, ntiles):
@@ -39,6 +49,9 @@ def worker(lib, what, data, n, ntiles):
 
         def read(arr, sel):
             return arr[sel].read().result()
+
+        def vindex(arr, pts):
+            return arr.vindex[tuple(pts.T)].read().result()
         import importlib.metadata
         version = importlib.metadata.version("tensorstore")
     else:
@@ -49,6 +62,9 @@ def worker(lib, what, data, n, ntiles):
 
         def read(arr, sel):
             return arr[sel]
+
+        def vindex(arr, pts):
+            return arr.vindex[tuple(pts.T)]
         version = zarr.__version__
 
     out = {"lib": lib, "version": version, "what": what}
@@ -67,6 +83,16 @@ def worker(lib, what, data, n, ntiles):
                    mb_per_s=res.nbytes / 1e6 / min(times), shape=list(res.shape))
         if what == "region":
             out["sha256"] = hashlib.sha256(res.data).hexdigest()
+    elif what == "points":
+        arr = open_("volume")
+        pts = bench_points()
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            res = vindex(arr, pts)
+            times.append(time.perf_counter() - t0)
+        res = np.ascontiguousarray(res, dtype="<u2")
+        out.update(times_s=times, best_s=min(times), points=len(pts), sha256=hashlib.sha256(res.data).hexdigest())
     else:  # tile
         arr = open_("tiles")
         rng = np.random.default_rng(7)
@@ -97,7 +123,7 @@ def main():
         worker(a.worker[0], a.worker[1], data, a.n, a.tiles)
         return
     results = {"region": REGION_STR, "n": a.n, "peers": []}
-    whats = ["region"] + ([] if a.no_whole else ["whole"]) + (["tile"] if a.tiles else [])
+    whats = ["region"] + ([] if a.no_whole else ["whole"]) + (["tile"] if a.tiles else []) + ["points"]
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     for lib in ("tensorstore", "zarr-python"):
         for what in whats:
@@ -114,7 +140,8 @@ def main():
             r["wall_s"] = time.perf_counter() - t0
             results["peers"].append(r)
             print(f"  peers: {lib} {what}: " + (f"{r['mb_per_s']:.0f} MB/s" if "mb_per_s" in r else
-                  f"p50 {r['p50_us']:.0f} µs" if "p50_us" in r else r.get("error", "?")), file=sys.stderr)
+                  f"p50 {r['p50_us']:.0f} µs" if "p50_us" in r else
+                  f"{r['best_s']:.2f} s" if "best_s" in r else r.get("error", "?")), file=sys.stderr)
     print(json.dumps(results, indent=1))
 
 

@@ -111,6 +111,22 @@ def render(res):
     L.append(f"| Zarr v2 zstd, whole 64 MiB, warm (best of {len(tw.get('v2_zstd', {}).get('warm', []))}) | "
              f"{fmt(v2m, ' MB/s')} | same data and chunks as Zarr v3 zstd {fmt(v3m, ' MB/s')} | {fmt(r6, 'x', 2)} | "
              f">= 0.8x (within 20%) | {verdict(None if r6 is None else r6 >= 0.8)} |")
+    pt = res.get("points", {})
+    pt_ok = [w["time_s"] for w in pt.get("warm", []) if w.get("status") == 200]
+    pt_best = min(pt_ok, default=None)
+    ts_p = peer(res, "tensorstore", "points")
+    r7 = ratio(ts_p.get("best_s"), pt_best)
+    L.append(f"| 10,000 random points of the volume, POST, warm (best of {len(pt.get('warm', []))}) | "
+             f"{fmt(pt_best, ' s', 3)} | tensorstore vindex {fmt(ts_p.get('best_s'), ' s', 3)}, zarr-python "
+             f"{fmt(peer(res, 'zarr-python', 'points').get('best_s'), ' s', 3)} | {fmt(r7, 'x', 2)} (speed vs ts) | "
+             f">= 1.0x | {verdict(None if r7 is None else r7 >= 1.0)} |")
+    ec, pref = pt.get("economy_cold", {}), pt.get("reference", {})
+    decoded = counter(ec, "zarr_serve_chunks_decoded_total")
+    ranged = counter(ec, "zarr_serve_store_range_requests_total")
+    if pref:
+        L.append(f"| Points, cold: chunks decoded / ranged store requests | {fmt(decoded)} / {fmt(ranged)} | "
+                 f"touched: {pref.get('inner_chunks')} inner chunks in {pref.get('shards')} shards | | "
+                 f"each chunk decoded once | {verdict(None if decoded is None else decoded == pref.get('inner_chunks'))} |")
     r4 = ratio(mz.get("rps"), mn.get("rps"))
     L.append(f"| Metadata: node doc (`nodes/volume`, {res.get('node_doc_bytes')} B) req/s | {fmt(mz.get('rps'))} | "
              f"nginx zarr.json ({res.get('zarr_json_bytes')} B) {fmt(mn.get('rps'))} | {fmt(r4, 'x', 2)} | >= 0.5x nginx | "
@@ -203,6 +219,13 @@ def render(res):
     if whole and (whole.get("status") != 200 or whole.get("size") != 1073741824
                   or whole.get("content_length") not in (None, whole.get("size"))):
         odd.append(f"whole-volume response odd: {whole}")
+    if pt.get("warm"):
+        shas = {w.get("sha256") for w in pt["warm"]} | {pt.get("cold", {}).get("sha256")}
+        ts_sha = ts_p.get("sha256")
+        if len(shas) != 1 or (ts_sha and ts_sha not in shas):
+            odd.append(f"points: answers differ between requests or from tensorstore's vindex ({shas}, ts {ts_sha})")
+        elif ts_sha:
+            odd.append("points body identical (sha256) to tensorstore's vindex")
     if tw and tw.get("v2_zstd", {}).get("sha256") != tw.get("v3_zstd", {}).get("sha256"):
         odd.append("the v2 and v3 twins answered different bytes")
     if res.get("tiles_check_mismatches"):
@@ -213,7 +236,7 @@ def render(res):
             odd.append(f"{k}: wrk failed: {w['error'][:300]}")
         elif w.get("error_count") or w.get("non_2xx"):
             odd.append(f"{k}: wrk errors {w.get('errors')}, non-2xx {w.get('non_2xx', 0)}")
-    for k in ("bulk", "tiles_zarr", "memory"):
+    for k in ("bulk", "tiles_zarr", "memory", "points"):
         for line in res.get(k, {}).get("log_issues", []) or []:
             odd.append(f"server log ({k}): {line[:200]}")
     for p in res.get("peers", {}).get("peers", []):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need and the machine lacks: Debian packages (curl,
 # python3-venv, wrk, nginx-light; with sudo when not root), the pinned Python
-# packages into .venv-test (and zarr-python 2.18 into .venv-zarr2), Azurite
+# packages into .venv-test (zarr-python 2.18 into .venv-zarr2, openapi-python-client
+# into .venv-openapi), Azurite
 # (npm, pinned) into .cache/azurite and cargo-fuzz. Safe to run again: it skips what is there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,6 +32,11 @@ VENV=${ZS_VENV:-$ROOT/.venv-test}
 VENV2=${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}
 [ -x "$VENV2/bin/python" ] || python3 -m venv "$VENV2"
 "$VENV2/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements-zarr2.txt
+
+# openapi-python-client, to check that a generated client calls the API.
+VENV3=${ZS_VENV_OPENAPI:-$ROOT/.venv-openapi}
+[ -x "$VENV3/bin/python" ] || python3 -m venv "$VENV3"
+"$VENV3/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements-openapi.txt
 
 if command -v npm >/dev/null; then
   AZ_DIR=$ROOT/.cache/azurite

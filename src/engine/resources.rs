@@ -91,9 +91,16 @@ pub struct Resources {
     /// The next decoding ticket: slabs decode in the order they started.
     tickets: AtomicU64,
     pub(crate) buffers: Arc<BufferPool>,
+    /// Encoded chunks handed to the decoders, ever.
+    pub(crate) chunks_decoded: AtomicU64,
 }
 
 impl Resources {
+    /// Encoded chunks (or inner chunks) decoded since the start.
+    pub fn chunks_decoded(&self) -> u64 {
+        self.chunks_decoded.load(Ordering::Relaxed)
+    }
+
     /// Build every pool and limit from `options` (starts the decoding threads).
     pub fn new(options: &ResourceOptions) -> Self {
         let threads = match options.decode_threads {
@@ -117,6 +124,7 @@ impl Resources {
             stream_bytes_in_flight: options.stream_bytes_in_flight,
             decoders: DecodePool::start(threads),
             tickets: AtomicU64::new(0),
+            chunks_decoded: AtomicU64::new(0),
             buffers: Arc::new(buffers),
         }
     }

@@ -83,6 +83,13 @@ pub(super) async fn metrics(
         for (name, help, get) in store_families {
             family(out, name, help, "counter", &per_dataset(get));
         }
+        family(
+            out,
+            "zarr_serve_chunks_decoded_total",
+            "Encoded chunks (inner chunks when sharded) decoded.",
+            "counter",
+            &[(String::new(), state.resources.chunks_decoded())],
+        );
         let report = state.resources.caches().report();
         let per_cache = |get: &dyn Fn(&CacheReport) -> u64| -> Vec<(String, u64)> {
             report.iter().map(|r| (format!("cache=\"{}\"", r.0), get(r))).collect()

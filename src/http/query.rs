@@ -45,7 +45,7 @@ impl Query {
             match key.as_ref() {
                 "select" => {
                     out.read.selection = Selection::parse(&value)?;
-                    out.has_select = true;
+                    out.has_select = !value.trim().is_empty();
                 }
                 "format" => out.format = Some(value.into_owned()),
                 "sel" => out.read.labels.sel.push(parse_sel(&value)?),
@@ -82,7 +82,8 @@ impl Query {
                 return Err(bad("select is given in both the query string and the body"));
             }
             self.read.selection = body_select(select)?;
-            self.has_select = true;
+            // `[]` (what some generated clients send for "unset") selects everything.
+            self.has_select = select.as_array().is_some_and(|items| !items.is_empty());
         }
         if let Some(sel) = fields.get("sel") {
             let Value::Object(sel) = sel else {
@@ -277,7 +278,8 @@ mod tests {
             .unwrap();
         assert_eq!(q.read.labels.sel.len(), 2);
         let mut q = Query::default();
-        q.add_body(br#"{"points": [[0, 1], [2, 3]]}"#).unwrap();
+        q.add_body(br#"{"points": [[0, 1], [2, 3]], "select": [], "sel": {}}"#)
+            .unwrap();
         assert!(q.read.selection.point_list().is_some());
         let mut q = Query::default();
         q.add_body(br#"{"points": [{"time": "2020-01-05", "station": "Oslo"}]}"#)

@@ -12,7 +12,8 @@
 #   ST_MAX_EXAMPLES    test cases per operation and phase (default 200)
 #   ST_TIME_LIMIT      hard wall-clock bound in seconds (default 170)
 #   ST_SEED            seed, for reproducible runs (default 20240601)
-#   ST_WORKERS         concurrent workers (default 2)
+#   ST_WORKERS         concurrent workers (default 1: with more, CPython 3.11.7 can fail
+#                      inside hypothesis with "AST constructor recursion depth mismatch")
 #   ST_SKIP_PREFIXES   comma-separated node-path prefixes never offered as realistic
 #                      values (default "corrupt/,v2_corrupt/,v2_types_corrupt/": the fixture
 #                      arrays that must answer 502)
@@ -46,7 +47,7 @@ URL="${URL%/}"
 MAX_EXAMPLES="${ST_MAX_EXAMPLES:-200}"
 TIME_LIMIT="${ST_TIME_LIMIT:-170}"
 SEED="${ST_SEED:-20240601}"
-WORKERS="${ST_WORKERS:-2}"
+WORKERS="${ST_WORKERS:-1}"
 SKIP_PREFIXES="${ST_SKIP_PREFIXES:-corrupt/,v2_corrupt/,v2_types_corrupt/}"
 SCHEMA="${ST_SCHEMA:-}"
 

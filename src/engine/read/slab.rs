@@ -3,6 +3,7 @@
 //! soon as they arrive, and each batch copied into the slab as soon as it is
 //! decoded, so a slab never holds all of its decoded chunks at once.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -120,6 +121,8 @@ impl Dataset {
                         let mut items = fetched.items.into_iter().peekable();
                         while items.peek().is_some() {
                             let batch: Vec<Item> = items.by_ref().take(per_batch).collect();
+                            let encoded = batch.iter().filter(|i| matches!(i.source, Source::Encoded(_))).count();
+                            resources.chunks_decoded.fetch_add(encoded as u64, Ordering::Relaxed);
                             let key = fetched.key.clone();
                             let job = self.decode_items(fetched.codecs.clone(), batch, inline, ticket);
                             decoding.push(async move { job.await.map_err(|e| e.at_key(&key)) });

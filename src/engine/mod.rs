@@ -41,6 +41,7 @@ mod metadata_v2;
 mod node;
 mod plan;
 mod read;
+pub mod reduce;
 mod resources;
 mod selection;
 mod time;

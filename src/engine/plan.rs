@@ -172,6 +172,45 @@ impl ReadPlan {
         }
     }
 
+    /// The result's dimension names (`None` when unnamed; one unnamed
+    /// dimension for points).
+    pub fn result_dimension_names(&self) -> Vec<Option<String>> {
+        if self.points.is_some() {
+            return vec![None];
+        }
+        let names = self.meta().dimension_names.clone().unwrap_or_default();
+        self.dims
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| !d.dropped)
+            .map(|(i, _)| names.get(i).cloned().flatten())
+            .collect()
+    }
+
+    /// The result dimension slabs are cut along, if any.
+    pub(crate) fn slab_result_dim(&self) -> Option<usize> {
+        let d = self.slab_dim?;
+        Some(self.dims[..d].iter().filter(|s| !s.dropped).count())
+    }
+
+    /// Slab `i`'s extent in result dimensions.
+    pub(crate) fn slab_result_shape(&self, slab: usize) -> Vec<u64> {
+        if self.points.is_some() {
+            return self.slab_shape(slab);
+        }
+        self.slab_shape(slab)
+            .into_iter()
+            .zip(&self.dims)
+            .filter(|(_, d)| !d.dropped)
+            .map(|(n, _)| n)
+            .collect()
+    }
+
+    /// Where slab `i` starts along the slab dimension.
+    pub(crate) fn slab_result_start(&self, slab: usize) -> u64 {
+        self.slabs[slab].start
+    }
+
     /// Elements of the whole result.
     pub(crate) fn output_elements(&self) -> u64 {
         self.output_shape().iter().product()

@@ -22,7 +22,8 @@ use super::format::{json_body, npy_header, npy_text, streamable, Format, ResultL
 use super::problem::ApiError;
 use super::query::Query;
 use super::AppState;
-use crate::engine::{Dataset, Error, ReadPlan, Versions};
+use crate::engine::reduce::Reduction;
+use crate::engine::{DataType, Dataset, Error, ReadPlan, Versions};
 use crate::metrics::Metrics;
 
 /// `/v1/datasets/{ds}/data`: the root node.
@@ -86,11 +87,14 @@ async fn region(
     let dataset = state.dataset(ds, headers)?;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let plan = dataset.plan_query(path, &query.read).await?;
-    let data_type = plan.data_type();
-    let format = Format::negotiate(query.format.as_deref(), accept, data_type)?;
+    let reduction = query
+        .reduce
+        .resolve(&plan.output_shape(), &plan.result_dimension_names())?;
+    let answer = Answer::of(&plan, reduction.as_ref())?;
+    let format = Format::negotiate(query.format.as_deref(), accept, answer.data_type)?;
     // For text and bytes this counts 8 bytes an element; the answer is
     // measured again once built.
-    let requested = plan.output_bytes();
+    let requested = answer.bytes();
     if requested > state.max_response_bytes {
         return Err(ApiError::TooLarge {
             requested,
@@ -100,22 +104,30 @@ async fn region(
     let permit = dataset.resources().admit_read().await.inspect_err(|_| {
         state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
     })?;
-    let (payload, length, versions) = if streamable(format, data_type) && plan.slab_count() > 1 {
+    let streamed = reduction.is_none() && streamable(format, answer.data_type) && plan.slab_count() > 1;
+    let (payload, length, versions) = if streamed {
         let versions = dataset.read_versions(&plan).await?;
         let prefix = if format == Format::Npy {
-            npy_header(data_type, &plan.output_shape())
+            npy_header(answer.data_type, &answer.shape)
         } else {
             vec![]
         };
         let length = prefix.len() as u64 + requested;
         (Payload::Stream(prefix), length, versions)
     } else {
-        let (data, versions) = dataset.read_all(&plan).await?;
+        let (data, versions) = match &reduction {
+            Some(r) => {
+                let versions = dataset.read_versions(&plan).await?;
+                (dataset.read_reduced(&plan, r, versions.clone()).await?, versions)
+            }
+            None => dataset.read_all(&plan).await?,
+        };
         let labels = match format {
-            Format::Json => Some(dataset.result_coords(&plan).await?),
+            Format::Json => Some(answer.labels(dataset.result_coords(&plan).await?)),
             _ => None,
         };
-        let body = encode(format, &plan, data, labels)?;
+        let body =
+            encode(format, &answer, data, labels).map_err(|reason| Error::corrupt(plan.node().path.clone(), reason))?;
         let length = body.len() as u64;
         if length > state.max_response_bytes {
             return Err(ApiError::TooLarge {
@@ -125,18 +137,14 @@ async fn region(
         }
         (Payload::Whole(body), length, versions)
     };
-    let etag = etag_for(dataset, &plan, format, &versions);
+    let etag = etag_for(dataset, &plan, &query.reduce.key(), format, &versions);
     let response = Response::builder()
         .header(header::ETAG, &etag)
         .header(
             "zarr-shape",
-            plan.output_shape()
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
+            answer.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
         )
-        .header("zarr-data-type", data_type.name())
+        .header("zarr-data-type", answer.data_type.name())
         // Without `format=`, the `Accept` header picks the representation.
         .header(header::VARY, "accept");
     if if_none_match(headers, &etag) {
@@ -161,29 +169,75 @@ async fn region(
     Ok(response.body(body).expect("valid response"))
 }
 
+/// What the answer holds: the read's result, or its reduction.
+struct Answer {
+    data_type: DataType,
+    shape: Vec<u64>,
+    /// Which of the result's dimensions the answer keeps, and which of
+    /// those are coarsened (their labels are not the result's).
+    kept: Vec<bool>,
+    coarsened: Vec<bool>,
+}
+
+impl Answer {
+    fn of(plan: &ReadPlan, reduction: Option<&Reduction>) -> Result<Self, ApiError> {
+        let rank = plan.output_shape().len();
+        Ok(match reduction {
+            None => Answer {
+                data_type: plan.data_type(),
+                shape: plan.output_shape(),
+                kept: vec![true; rank],
+                coarsened: vec![false; rank],
+            },
+            Some(r) => Answer {
+                data_type: r.output_type(plan.data_type())?,
+                shape: r.output_shape(),
+                kept: r.kept(),
+                coarsened: (0..rank).map(|d| r.coarsened(d).is_some()).collect(),
+            },
+        })
+    }
+
+    fn bytes(&self) -> u64 {
+        self.shape.iter().product::<u64>() * self.data_type.size() as u64
+    }
+
+    /// The result's names and labels, for the dimensions the answer keeps
+    /// (coarsened ones keep their name, not their labels).
+    fn labels(&self, (names, mut coords): ResultLabels) -> ResultLabels {
+        let mut kept_names = Vec::new();
+        for (d, name) in names.into_iter().enumerate() {
+            let keep = self.kept.get(d).copied().unwrap_or(true);
+            if let (Some(n), true) = (name.as_str(), !keep || self.coarsened.get(d).copied().unwrap_or(false)) {
+                coords.remove(n);
+            }
+            if keep {
+                kept_names.push(name);
+            }
+        }
+        (kept_names, coords)
+    }
+}
+
 /// A response body: in memory, or streamed after a prefix (the npy header).
 enum Payload {
     Whole(Bytes),
     Stream(Vec<u8>),
 }
 
-/// The whole answer in `format`; damaged text is a corrupt-data error.
-/// JSON carries the result's dimension names and coordinate labels.
-fn encode(format: Format, plan: &ReadPlan, data: Bytes, labels: Option<ResultLabels>) -> Result<Bytes, ApiError> {
-    let data_type = plan.data_type();
-    let shape = plan.output_shape();
-    let corrupt = |reason: String| ApiError::from(Error::corrupt(plan.node().path.clone(), reason));
+/// The whole answer in `format`; damaged text is an error naming what is wrong.
+/// JSON carries the answer's dimension names and coordinate labels.
+fn encode(format: Format, answer: &Answer, data: Bytes, labels: Option<ResultLabels>) -> Result<Bytes, String> {
+    let (data_type, shape) = (answer.data_type, &answer.shape);
     Ok(match format {
         Format::Binary => data,
-        Format::Npy if data_type.is_text_or_bytes() => {
-            Bytes::from(npy_text(data_type, &shape, &data).map_err(corrupt)?)
-        }
+        Format::Npy if data_type.is_text_or_bytes() => Bytes::from(npy_text(data_type, shape, &data)?),
         Format::Npy => {
-            let mut out = npy_header(data_type, &shape);
+            let mut out = npy_header(data_type, shape);
             out.extend_from_slice(&data);
             Bytes::from(out)
         }
-        Format::Json => Bytes::from(json_body(data_type, &shape, &data, labels.as_ref()).map_err(corrupt)?),
+        Format::Json => Bytes::from(json_body(data_type, shape, &data, labels.as_ref())?),
     })
 }
 
@@ -242,9 +296,9 @@ fn tokio_stream(
 }
 
 /// A strong ETag naming the representation: dataset, node metadata
-/// version, selection, format, and the version of every key read.
-fn etag_for(dataset: &Dataset, plan: &ReadPlan, format: Format, versions: &Versions) -> String {
-    let selection = plan.selection_key();
+/// version, selection, reduction, format, and the version of every key read.
+fn etag_for(dataset: &Dataset, plan: &ReadPlan, reduction: &str, format: Format, versions: &Versions) -> String {
+    let selection = format!("{}|{reduction}", plan.selection_key());
     let node = plan.node();
     let mut parts: Vec<&[u8]> = vec![
         dataset.name.as_bytes(),

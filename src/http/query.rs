@@ -6,10 +6,20 @@ use serde_json::{Map, Value};
 
 use super::problem::ApiError;
 use crate::engine::labels::{Label, LabelSel, Method};
+use crate::engine::reduce::ReduceRequest;
 use crate::engine::{ReadQuery, SelectValue, Selection};
 
 /// The query parameters a region read takes.
-const DATA_PARAMETERS: [&str; 5] = ["select", "format", "sel", "sel_method", "decode"];
+const DATA_PARAMETERS: [&str; 8] = [
+    "select",
+    "format",
+    "sel",
+    "sel_method",
+    "decode",
+    "reduce",
+    "axis",
+    "coarsen",
+];
 
 /// The fields a POST body may have.
 const BODY_FIELDS: [&str; 4] = ["select", "sel", "sel_method", "points"];
@@ -21,6 +31,8 @@ pub(super) struct Query {
     pub(super) read: ReadQuery,
     /// `format=`, when given.
     pub(super) format: Option<String>,
+    /// `reduce`, `axis`, `coarsen`.
+    pub(super) reduce: ReduceRequest,
     /// Whether `select` was given (in the query or the body).
     has_select: bool,
 }
@@ -50,6 +62,9 @@ impl Query {
                 "format" => out.format = Some(value.into_owned()),
                 "sel" => out.read.labels.sel.push(parse_sel(&value)?),
                 "sel_method" => out.read.labels.method = parse_method(&value)?,
+                "reduce" => out.reduce.op = Some(value.into_owned()),
+                "axis" => out.reduce.axis = Some(list_items(&value)),
+                "coarsen" => out.reduce.coarsen = Some(list_items(&value)),
                 "decode" => match value.as_ref() {
                     "cf" => out.read.decode_cf = true,
                     other => return Err(bad(format!("decode '{other}' is not known: use decode=cf"))),
@@ -144,6 +159,11 @@ impl Query {
         }
         Ok(())
     }
+}
+
+/// The comma-separated items of `axis` or `coarsen`.
+fn list_items(text: &str) -> Vec<String> {
+    text.split(',').map(|s| s.trim().to_string()).collect()
 }
 
 /// 400 for an unknown query parameter, naming it and the known ones.

@@ -1,0 +1,719 @@
+//! Reductions and coarsening of a read's result (contract 2.5), folded
+//! slab by slab as the slabs arrive, so the input may be far larger than
+//! memory: `reduce=min|max|sum|mean|std|count` over some axes, or over the
+//! blocks of `coarsen=`.
+//!
+//! Both are one mechanism: each result dimension has a block length (1
+//! keeps it, its whole length reduces it away, `f` coarsens it, trailing
+//! partial blocks dropped). NaN is skipped (NumPy's `nanmin` ... `nanstd`,
+//! `ddof=0`). Float sums are compensated (Neumaier), integer sums exact
+//! (`i128`, wrapped to 64 bits like NumPy), and the standard deviation is
+//! Welford's. Slabs are folded in order into one set of accumulators, each
+//! fold on a decoding thread while the next slab is read.
+
+use bytes::Bytes;
+use futures::StreamExt;
+
+use super::data_type::DataType;
+use super::error::{Error, Result};
+use super::hierarchy::Dataset;
+use super::plan::ReadPlan;
+use super::read::Versions;
+
+/// A reduction operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `min`
+    Min,
+    /// `max`
+    Max,
+    /// `sum`
+    Sum,
+    /// `mean`
+    Mean,
+    /// `std` (population, `ddof=0`)
+    Std,
+    /// `count` of non-NaN elements
+    Count,
+}
+
+impl Op {
+    /// The operator named in `reduce=`.
+    pub fn parse(name: &str) -> Result<Self> {
+        Ok(match name {
+            "min" => Op::Min,
+            "max" => Op::Max,
+            "sum" => Op::Sum,
+            "mean" => Op::Mean,
+            "std" => Op::Std,
+            "count" => Op::Count,
+            other => {
+                return Err(Error::InvalidRequest(format!(
+                    "reduce '{other}' is not known: use min, max, sum, mean, std or count"
+                )))
+            }
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::Min => "min",
+            Op::Max => "max",
+            Op::Sum => "sum",
+            Op::Mean => "mean",
+            Op::Std => "std",
+            Op::Count => "count",
+        }
+    }
+}
+
+/// Which result dimensions a reduction folds, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reduction {
+    op: Op,
+    /// Per result dimension, the block length (1: kept as it is).
+    blocks: Vec<u64>,
+    /// Per result dimension, whether the output drops it (reduced axes).
+    dropped: Vec<bool>,
+    /// The result (input) shape.
+    input_shape: Vec<u64>,
+}
+
+/// What `reduce`, `axis` and `coarsen` asked, before the result shape is known.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReduceRequest {
+    /// `reduce=`, if given.
+    pub op: Option<String>,
+    /// `axis=` items: indices or dimension names.
+    pub axis: Option<Vec<String>>,
+    /// `coarsen=` items: `F` or `DIM:F`.
+    pub coarsen: Option<Vec<String>>,
+}
+
+impl ReduceRequest {
+    /// The request as text, for ETags.
+    pub fn key(&self) -> String {
+        format!("{:?}/{:?}/{:?}", self.op, self.axis, self.coarsen)
+    }
+
+    /// Whether anything was asked.
+    pub fn is_empty(&self) -> bool {
+        self.op.is_none() && self.axis.is_none() && self.coarsen.is_none()
+    }
+
+    /// The reduction of a result of `shape` whose dimensions are `names`.
+    pub fn resolve(&self, shape: &[u64], names: &[Option<String>]) -> Result<Option<Reduction>> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let bad = |m: String| Error::InvalidRequest(m);
+        let op = match (&self.op, &self.coarsen) {
+            (Some(name), _) => Op::parse(name)?,
+            (None, Some(_)) => Op::Mean,
+            (None, None) => return Err(bad("axis is given without reduce".into())),
+        };
+        let rank = shape.len();
+        let dim_of = |item: &str| -> Result<usize> {
+            let item = item.trim();
+            if let Ok(i) = item.parse::<i64>() {
+                let d = if i < 0 { i + rank as i64 } else { i };
+                return usize::try_from(d)
+                    .ok()
+                    .filter(|d| *d < rank)
+                    .ok_or_else(|| bad(format!("axis {i} is out of range for a result of {rank} dimensions")));
+            }
+            names.iter().position(|n| n.as_deref() == Some(item)).ok_or_else(|| {
+                bad(format!(
+                    "'{item}' is not a dimension of the result (its dimensions: {})",
+                    describe(names)
+                ))
+            })
+        };
+        let mut blocks = vec![1u64; rank];
+        let mut dropped = vec![false; rank];
+        match (&self.axis, &self.coarsen) {
+            (Some(_), Some(_)) => return Err(bad("axis cannot be combined with coarsen".into())),
+            (Some(axes), None) => {
+                for item in axes {
+                    let d = dim_of(item)?;
+                    if dropped[d] {
+                        return Err(bad(format!("axis {item} is given twice")));
+                    }
+                    dropped[d] = true;
+                    blocks[d] = shape[d].max(1);
+                }
+            }
+            (None, Some(items)) => {
+                let named = items.iter().any(|i| i.contains(':'));
+                if !named && items.len() != rank {
+                    return Err(bad(format!(
+                        "coarsen has {} factors but the result has {rank} dimensions",
+                        items.len()
+                    )));
+                }
+                for (i, item) in items.iter().enumerate() {
+                    let (d, factor) = match item.split_once(':') {
+                        Some((dim, f)) => (dim_of(dim)?, f),
+                        None if named => {
+                            return Err(bad(format!("coarsen item '{item}' must be DIM:F like the others")))
+                        }
+                        None => (i, item.as_str()),
+                    };
+                    let factor: u64 = factor
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|f| *f >= 1)
+                        .ok_or_else(|| bad(format!("coarsen factor '{factor}' is not a positive integer")))?;
+                    blocks[d] = factor;
+                }
+            }
+            (None, None) => {
+                dropped = vec![true; rank];
+                blocks = shape.iter().map(|&n| n.max(1)).collect();
+            }
+        }
+        Ok(Some(Reduction {
+            op,
+            blocks,
+            dropped,
+            input_shape: shape.to_vec(),
+        }))
+    }
+}
+
+fn describe(names: &[Option<String>]) -> String {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| n.clone().unwrap_or_else(|| i.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Reduction {
+    /// The output's length along each input dimension (coarsened or kept;
+    /// 1 for dropped ones).
+    fn out_lengths(&self) -> Vec<u64> {
+        self.input_shape
+            .iter()
+            .zip(&self.blocks)
+            .zip(&self.dropped)
+            .map(|((&n, &b), &drop)| if drop { 1 } else { n / b })
+            .collect()
+    }
+
+    /// The output shape (reduced axes removed).
+    pub fn output_shape(&self) -> Vec<u64> {
+        self.out_lengths()
+            .into_iter()
+            .zip(&self.dropped)
+            .filter(|(_, d)| !**d)
+            .map(|(n, _)| n)
+            .collect()
+    }
+
+    /// Which input dimensions the output keeps.
+    pub fn kept(&self) -> Vec<bool> {
+        self.dropped.iter().map(|d| !d).collect()
+    }
+
+    /// Whether dimension `d` is coarsened (a block of more than one).
+    pub fn coarsened(&self, d: usize) -> Option<u64> {
+        (!self.dropped[d] && self.blocks[d] > 1).then_some(self.blocks[d])
+    }
+
+    /// The output's data type for input of `input`; 400 for input that
+    /// cannot be reduced.
+    pub fn output_type(&self, input: DataType) -> Result<DataType> {
+        let kind = Kind::of(input).ok_or_else(|| {
+            Error::InvalidRequest(format!(
+                "reduce={} needs real numbers; the data type is {}",
+                self.op.name(),
+                input.name()
+            ))
+        })?;
+        Ok(match (self.op, kind) {
+            (Op::Min | Op::Max, _) => input,
+            (Op::Sum, Kind::Signed) => DataType::Int64,
+            (Op::Sum, Kind::Unsigned) => DataType::UInt64,
+            (Op::Count, _) => DataType::UInt64,
+            _ => DataType::Float64,
+        })
+    }
+}
+
+/// The kinds of real input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Signed integers and bool (NumPy sums bool as int64).
+    Signed,
+    Unsigned,
+    Float,
+}
+
+impl Kind {
+    fn of(data_type: DataType) -> Option<Self> {
+        Some(match data_type {
+            DataType::Bool | DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => Kind::Signed,
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => Kind::Unsigned,
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => Kind::Float,
+            _ => return None,
+        })
+    }
+}
+
+/// Per output cell accumulators.
+#[derive(Debug, Clone)]
+struct Cells {
+    op: Op,
+    float: bool,
+    count: Vec<u64>,
+    /// Float sums (Neumaier: sum and compensation), or Welford means.
+    a: Vec<f64>,
+    /// Compensations, or Welford M2.
+    b: Vec<f64>,
+    /// Exact integer sums, minima or maxima.
+    int: Vec<i128>,
+}
+
+impl Cells {
+    fn new(op: Op, float: bool, n: usize) -> Self {
+        let (float_cells, int_cells) = match (op, float) {
+            (Op::Count, _) => (0, 0),
+            (Op::Sum | Op::Mean | Op::Min | Op::Max, false) => (0, n),
+            _ => (n, 0),
+        };
+        let init = match op {
+            Op::Min | Op::Max => f64::NAN,
+            _ => 0.0,
+        };
+        let int_init = match op {
+            Op::Min => i128::MAX,
+            Op::Max => i128::MIN,
+            _ => 0,
+        };
+        Self {
+            op,
+            float,
+            count: vec![0; n],
+            a: vec![init; float_cells],
+            b: vec![0.0; float_cells],
+            int: vec![int_init; int_cells],
+        }
+    }
+
+    #[inline]
+    fn add_float(&mut self, cell: usize, v: f64) {
+        if v.is_nan() {
+            return;
+        }
+        self.count[cell] += 1;
+        match self.op {
+            Op::Count => {}
+            // The cell starts NaN: the first value always replaces it.
+            Op::Min => {
+                if self.a[cell].is_nan() || v < self.a[cell] {
+                    self.a[cell] = v;
+                }
+            }
+            Op::Max => {
+                if self.a[cell].is_nan() || v > self.a[cell] {
+                    self.a[cell] = v;
+                }
+            }
+            Op::Sum | Op::Mean => {
+                let (s, c) = (self.a[cell], self.b[cell]);
+                let t = s + v;
+                // No compensation past infinity (inf - inf would make it NaN).
+                if t.is_finite() {
+                    self.b[cell] = if s.abs() >= v.abs() {
+                        c + ((s - t) + v)
+                    } else {
+                        c + ((v - t) + s)
+                    };
+                }
+                self.a[cell] = t;
+            }
+            Op::Std => {
+                let n = self.count[cell] as f64;
+                let delta = v - self.a[cell];
+                self.a[cell] += delta / n;
+                self.b[cell] += delta * (v - self.a[cell]);
+            }
+        }
+    }
+
+    #[inline]
+    fn add_int(&mut self, cell: usize, v: i128) {
+        self.count[cell] += 1;
+        match self.op {
+            Op::Count => {}
+            Op::Min => self.int[cell] = self.int[cell].min(v),
+            Op::Max => self.int[cell] = self.int[cell].max(v),
+            Op::Sum | Op::Mean => self.int[cell] = self.int[cell].wrapping_add(v),
+            Op::Std => {
+                let v = v as f64;
+                let n = self.count[cell] as f64;
+                let delta = v - self.a[cell];
+                self.a[cell] += delta / n;
+                self.b[cell] += delta * (v - self.a[cell]);
+            }
+        }
+    }
+
+    /// The output elements, little-endian `out_type`.
+    fn finish(&self, out_type: DataType, input: DataType) -> Result<Vec<u8>> {
+        let n = self.count.len();
+        let mut out = Vec::with_capacity(n * out_type.size());
+        for cell in 0..n {
+            let count = self.count[cell];
+            let f = match (self.op, self.float) {
+                (Op::Count, _) => {
+                    out.extend(count.to_le_bytes());
+                    continue;
+                }
+                (Op::Sum, false) => {
+                    out.extend((self.int[cell] as i64).to_le_bytes());
+                    continue;
+                }
+                (Op::Min | Op::Max, false) => {
+                    if count == 0 {
+                        return Err(Error::InvalidRequest(format!(
+                            "reduce={} of no elements has no value for integer data",
+                            self.op.name()
+                        )));
+                    }
+                    out.extend(int_bytes(self.int[cell], input));
+                    continue;
+                }
+                (Op::Mean, false) if count == 0 => f64::NAN,
+                (Op::Mean, false) => self.int[cell] as f64 / count as f64,
+                (Op::Sum, true) => compensated(self.a[cell], self.b[cell]),
+                (Op::Mean, true) if count == 0 => f64::NAN,
+                (Op::Mean, true) => compensated(self.a[cell], self.b[cell]) / count as f64,
+                (Op::Std, _) if count == 0 => f64::NAN,
+                (Op::Std, _) => (self.b[cell] / count as f64).sqrt(),
+                (Op::Min | Op::Max, true) => {
+                    out.extend(float_bytes(self.a[cell], out_type));
+                    continue;
+                }
+            };
+            out.extend(f.to_le_bytes());
+        }
+        Ok(out)
+    }
+}
+
+/// A Neumaier sum and its compensation (an infinite sum stays as it is).
+fn compensated(sum: f64, compensation: f64) -> f64 {
+    if sum.is_finite() {
+        sum + compensation
+    } else {
+        sum
+    }
+}
+
+fn int_bytes(v: i128, data_type: DataType) -> Vec<u8> {
+    let size = data_type.size();
+    if data_type == DataType::Bool {
+        return vec![u8::from(v != 0)];
+    }
+    (v as i64).to_le_bytes()[..size.min(8)].to_vec()
+}
+
+fn float_bytes(v: f64, data_type: DataType) -> Vec<u8> {
+    match data_type {
+        DataType::Float16 => half::f16::from_f64(v).to_le_bytes().to_vec(),
+        DataType::Float32 => (v as f32).to_le_bytes().to_vec(),
+        _ => v.to_le_bytes().to_vec(),
+    }
+}
+
+/// Folds slabs of a result into the output cells.
+struct Folder {
+    reduction: Reduction,
+    input: DataType,
+    cells: Cells,
+    /// Output strides over input dimensions (0 for dropped ones).
+    out_strides: Vec<u64>,
+    /// Trimmed extent: elements at or past it along a dimension are dropped.
+    limits: Vec<u64>,
+}
+
+impl Folder {
+    fn new(reduction: Reduction, input: DataType) -> Self {
+        let lengths = reduction.out_lengths();
+        let mut out_strides = vec![0u64; lengths.len()];
+        let mut stride = 1;
+        for d in (0..lengths.len()).rev() {
+            if !reduction.dropped[d] {
+                out_strides[d] = stride;
+                stride *= lengths[d];
+            }
+        }
+        let limits = reduction
+            .input_shape
+            .iter()
+            .zip(&reduction.blocks)
+            .zip(&reduction.dropped)
+            .map(|((&n, &b), &drop)| if drop { n } else { n / b * b })
+            .collect();
+        let cells = Cells::new(reduction.op, Kind::of(input) == Some(Kind::Float), stride as usize);
+        Self {
+            reduction,
+            input,
+            cells,
+            out_strides,
+            limits,
+        }
+    }
+
+    /// Fold a slab: the result's elements whose first `slab_dim` index runs
+    /// from `start` (C order over `shape`, the slab's extent in result dims).
+    fn fold(&mut self, data: &[u8], shape: &[u64], slab_dim: Option<usize>, start: u64) {
+        macro_rules! go {
+            ($t:ty, $conv:expr, $add:ident) => {{
+                let size = std::mem::size_of::<$t>();
+                self.walk(shape, slab_dim, start, |cells, cell, i| {
+                    let b = &data[i * size..(i + 1) * size];
+                    let v = <$t>::from_le_bytes(b.try_into().expect("element size"));
+                    cells.$add(cell, $conv(v));
+                });
+            }};
+        }
+        match self.input {
+            DataType::Bool => self.walk(shape, slab_dim, start, |c, cell, i| {
+                c.add_int(cell, i128::from(data[i] != 0))
+            }),
+            DataType::Int8 => go!(i8, i128::from, add_int),
+            DataType::Int16 => go!(i16, i128::from, add_int),
+            DataType::Int32 => go!(i32, i128::from, add_int),
+            DataType::Int64 => go!(i64, i128::from, add_int),
+            DataType::UInt8 => go!(u8, i128::from, add_int),
+            DataType::UInt16 => go!(u16, i128::from, add_int),
+            DataType::UInt32 => go!(u32, i128::from, add_int),
+            DataType::UInt64 => go!(u64, i128::from, add_int),
+            DataType::Float16 => go!(half::f16, |v: half::f16| v.to_f64(), add_float),
+            DataType::Float32 => go!(f32, f64::from, add_float),
+            DataType::Float64 => go!(f64, |v| v, add_float),
+            _ => unreachable!("checked by output_type"),
+        }
+    }
+
+    /// Visit every element of the slab inside the trimmed extent with its
+    /// output cell and element index.
+    fn walk(
+        &mut self,
+        shape: &[u64],
+        slab_dim: Option<usize>,
+        start: u64,
+        mut visit: impl FnMut(&mut Cells, usize, usize),
+    ) {
+        let rank = shape.len();
+        if shape.contains(&0) {
+            return;
+        }
+        if rank == 0 {
+            visit(&mut self.cells, 0, 0);
+            return;
+        }
+        let blocks = &self.reduction.blocks;
+        let offset = |d: usize, i: u64| if Some(d) == slab_dim { i + start } else { i };
+        let cell_of = |d: usize, i: u64, strides: &[u64]| (offset(d, i) / blocks[d]) * strides[d];
+        let last = rank - 1;
+        let row = shape[last];
+        let mut index = vec![0u64; rank];
+        let mut element = 0usize;
+        loop {
+            // Leading dimensions inside the trimmed extent?
+            let inside = (0..last).all(|d| offset(d, index[d]) < self.limits[d]);
+            if inside {
+                let base: u64 = (0..last).map(|d| cell_of(d, index[d], &self.out_strides)).sum();
+                let end = row.min(self.limits[last].saturating_sub(offset(last, 0)));
+                for j in 0..end {
+                    let cell = base + cell_of(last, j, &self.out_strides);
+                    visit(&mut self.cells, cell as usize, element + j as usize);
+                }
+            }
+            element += row as usize;
+            // Next row.
+            let mut d = last;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                index[d] += 1;
+                if index[d] < shape[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    }
+}
+
+impl Dataset {
+    /// Read `plan` slab by slab (pinned to `versions`), folding each into
+    /// `reduction` on the decoding threads while the next slab is read; the
+    /// output's little-endian elements.
+    pub async fn read_reduced(&self, plan: &ReadPlan, reduction: &Reduction, versions: Versions) -> Result<Bytes> {
+        let input = plan.data_type();
+        let out_type = reduction.output_type(input)?;
+        let slab_dim = plan.slab_result_dim();
+        let mut folder = Folder::new(reduction.clone(), input);
+        let shapes: Vec<(Vec<u64>, u64)> = (0..plan.slab_count())
+            .map(|s| (plan.slab_result_shape(s), plan.slab_result_start(s)))
+            .collect();
+        let mut slabs = std::pin::pin!(self.slab_stream(plan.clone(), versions));
+        let mut next = 0;
+        while let Some(slab) = slabs.next().await {
+            let data = slab?;
+            let (shape, start) = shapes[next].clone();
+            next += 1;
+            let job = move || {
+                folder.fold(&data, &shape, slab_dim, start);
+                folder
+            };
+            folder = self
+                .resources
+                .decoders
+                .run(self.resources.ticket(), job)
+                .await
+                .map_err(|panic| Error::Internal(format!("a reduction panicked: {panic}")))?;
+        }
+        Ok(Bytes::from(folder.cells.finish(out_type, input)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reduce(
+        op: &str,
+        axis: Option<&[&str]>,
+        coarsen: Option<&[&str]>,
+        shape: &[u64],
+        dt: DataType,
+        data: &[u8],
+    ) -> Result<Vec<u8>> {
+        let request = ReduceRequest {
+            op: Some(op.into()),
+            axis: axis.map(|a| a.iter().map(|s| s.to_string()).collect()),
+            coarsen: coarsen.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        };
+        let names: Vec<Option<String>> = (0..shape.len()).map(|i| Some(format!("d{i}"))).collect();
+        let r = request.resolve(shape, &names)?.unwrap();
+        let out_type = r.output_type(dt)?;
+        let mut f = Folder::new(r, dt);
+        // Two slabs along the first dimension, as a stream would give them.
+        let half = shape[0] / 2;
+        let row: usize = shape[1..].iter().product::<u64>() as usize * dt.size();
+        let mut first = shape.to_vec();
+        first[0] = half;
+        let mut second = shape.to_vec();
+        second[0] = shape[0] - half;
+        f.fold(&data[..half as usize * row], &first, Some(0), 0);
+        f.fold(&data[half as usize * row..], &second, Some(0), half);
+        f.cells.finish(out_type, dt)
+    }
+
+    fn f64s(b: &[u8]) -> Vec<f64> {
+        b.chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn reductions_match_numpy() {
+        // [[1, NaN, 3], [4, 5, NaN]] as float32.
+        let v = [1.0f32, f32::NAN, 3.0, 4.0, 5.0, f32::NAN];
+        let data: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let f32s = |b: Vec<u8>| {
+            b.chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        let shape = [2, 3];
+        assert_eq!(
+            f64s(&reduce("sum", None, None, &shape, DataType::Float32, &data).unwrap()),
+            [13.0]
+        );
+        assert_eq!(
+            f64s(&reduce("mean", None, None, &shape, DataType::Float32, &data).unwrap()),
+            [3.25]
+        );
+        assert_eq!(
+            f32s(reduce("min", Some(&["0"]), None, &shape, DataType::Float32, &data).unwrap()),
+            [1.0, 5.0, 3.0]
+        );
+        assert_eq!(
+            f32s(reduce("max", Some(&["d1"]), None, &shape, DataType::Float32, &data).unwrap()),
+            [3.0, 5.0]
+        );
+        let std = f64s(&reduce("std", Some(&["-1"]), None, &shape, DataType::Float32, &data).unwrap());
+        assert!((std[0] - 1.0).abs() < 1e-12 && (std[1] - 0.5).abs() < 1e-12, "{std:?}");
+        let count = reduce("count", None, None, &shape, DataType::Float32, &data).unwrap();
+        assert_eq!(u64::from_le_bytes(count.try_into().unwrap()), 4);
+        // All-NaN column: min NaN, sum 0, count 0.
+        let nan = [f32::NAN; 4];
+        let data: Vec<u8> = nan.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert!(f32s(reduce("min", None, None, &[2, 2], DataType::Float32, &data).unwrap())[0].is_nan());
+        assert_eq!(
+            f64s(&reduce("sum", None, None, &[2, 2], DataType::Float32, &data).unwrap()),
+            [0.0]
+        );
+    }
+
+    #[test]
+    fn integer_sums_are_exact_and_wrap_like_numpy() {
+        let data: Vec<u8> = [i64::MAX, 1, 5, -5].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let out = reduce("sum", None, None, &[2, 2], DataType::Int64, &data).unwrap();
+        assert_eq!(i64::from_le_bytes(out.try_into().unwrap()), i64::MIN);
+        let data: Vec<u8> = [200u8, 100, 255, 1].to_vec();
+        let out = reduce("sum", None, None, &[2, 2], DataType::UInt8, &data).unwrap();
+        assert_eq!(u64::from_le_bytes(out.try_into().unwrap()), 556);
+        let out = reduce("max", Some(&["1"]), None, &[2, 2], DataType::UInt8, &data).unwrap();
+        assert_eq!(out, [200, 255]);
+    }
+
+    #[test]
+    fn coarsening_trims_partial_blocks() {
+        // 3x5 of 0..15, blocks 2x2: one block row, two block columns.
+        let data: Vec<u8> = (0..15).map(|x: i32| x as f64).flat_map(|x| x.to_le_bytes()).collect();
+        let out = f64s(&reduce("mean", None, Some(&["2", "2"]), &[3, 5], DataType::Float64, &data).unwrap());
+        assert_eq!(out, [(0.0 + 1.0 + 5.0 + 6.0) / 4.0, (2.0 + 3.0 + 7.0 + 8.0) / 4.0]);
+        let out = f64s(&reduce("sum", None, Some(&["d1:5"]), &[3, 5], DataType::Float64, &data).unwrap());
+        assert_eq!(out, [10.0, 35.0, 60.0]);
+        let out = f64s(&reduce("mean", None, Some(&["9", "1"]), &[3, 5], DataType::Float64, &data).unwrap());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn bad_requests() {
+        let shape = [2u64, 3];
+        let names = vec![Some("y".to_string()), Some("x".to_string())];
+        let req = |op: Option<&str>, axis: Option<&[&str]>, coarsen: Option<&[&str]>| ReduceRequest {
+            op: op.map(str::to_string),
+            axis: axis.map(|a| a.iter().map(|s| s.to_string()).collect()),
+            coarsen: coarsen.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        };
+        for r in [
+            req(Some("median"), None, None),
+            req(None, Some(&["0"]), None),
+            req(Some("sum"), Some(&["0", "y"]), None),
+            req(Some("sum"), Some(&["2"]), None),
+            req(Some("sum"), Some(&["z"]), None),
+            req(Some("sum"), Some(&["0"]), Some(&["1", "1"])),
+            req(None, None, Some(&["1"])),
+            req(None, None, Some(&["0", "1"])),
+            req(None, None, Some(&["y:2", "3"])),
+        ] {
+            assert!(r.resolve(&shape, &names).is_err(), "{r:?}");
+        }
+        let r = req(Some("mean"), None, None).resolve(&shape, &names).unwrap().unwrap();
+        assert!(r.output_type(DataType::Complex64).is_err() && r.output_type(DataType::String).is_err());
+    }
+}

@@ -474,6 +474,18 @@ def main():
                          "log_issues": s.log_issues()}
         s.stop()
 
+        # ---- reduce=mean over the whole 1 GiB volume (fresh server): time and peak RSS ----
+        log("reduce=mean over the whole volume ...")
+        s = start_server()
+        url = f"{s.base}/v1/datasets/bench/data/volume?reduce=mean&format=json"
+        runs = []
+        for _ in range(max(3, args.n)):
+            t0 = time.perf_counter()
+            body = http_text(url, timeout=300)
+            runs.append({"time_s": time.perf_counter() - t0, "value": json.loads(body)["data"]})
+        res["reduce_mean"] = {"runs": runs, "rss_after": s.status(), "log_issues": s.log_issues()}
+        s.stop()
+
         # ---- Zarr v2 zstd against the same data and chunks as v3 zstd (fresh server) ----
         log("v2 vs v3: whole 64 MiB twins ...")
         s = start_server()

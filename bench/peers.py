@@ -8,6 +8,7 @@ For each library, in its own subprocess (so peak RSS is per library and per read
   whole   volume[...]                         (1 GiB decoded)    best of N   (--no-whole skips)
   tile    single 256x256 inner chunks of tiles, random, one thread: median and p99 µs
   points  volume.vindex[10,000 seeded random points] (bench_points), best of N
+  mean    volume read whole, then numpy.mean in float64 (what reduce=mean answers), best of N
 Prints one JSON document: MB/s = decoded output bytes / 1e6 / best wall time, the
 sha256 of the decoded region (C order, little-endian) so the HTTP output can be
 checked against it, and each worker's peak RSS (ru_maxrss).
@@ -83,6 +84,16 @@ def worker(lib, what, data, n, ntiles):
                    mb_per_s=res.nbytes / 1e6 / min(times), shape=list(res.shape))
         if what == "region":
             out["sha256"] = hashlib.sha256(res.data).hexdigest()
+    elif what == "mean":
+        arr = open_("volume")
+        times, value = [], None
+        for _ in range(n):
+            t0 = time.perf_counter()
+            whole = read(arr, (slice(None),) * 3)
+            value = float(np.mean(whole, dtype="float64"))
+            del whole
+            times.append(time.perf_counter() - t0)
+        out.update(times_s=times, best_s=min(times), mean=value)
     elif what == "points":
         arr = open_("volume")
         pts = bench_points()
@@ -123,7 +134,7 @@ def main():
         worker(a.worker[0], a.worker[1], data, a.n, a.tiles)
         return
     results = {"region": REGION_STR, "n": a.n, "peers": []}
-    whats = ["region"] + ([] if a.no_whole else ["whole"]) + (["tile"] if a.tiles else []) + ["points"]
+    whats = ["region"] + ([] if a.no_whole else ["whole"]) + (["tile"] if a.tiles else []) + ["points"] + ([] if a.no_whole else ["mean"])
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     for lib in ("tensorstore", "zarr-python"):
         for what in whats:

@@ -120,6 +120,18 @@ def render(res):
              f"{fmt(pt_best, ' s', 3)} | tensorstore vindex {fmt(ts_p.get('best_s'), ' s', 3)}, zarr-python "
              f"{fmt(peer(res, 'zarr-python', 'points').get('best_s'), ' s', 3)} | {fmt(r7, 'x', 2)} (speed vs ts) | "
              f">= 1.0x | {verdict(None if r7 is None else r7 >= 1.0)} |")
+    rm = res.get("reduce_mean", {})
+    rm_best = min((r["time_s"] for r in rm.get("runs", [])), default=None)
+    ts_m, zp_m = peer(res, "tensorstore", "mean"), peer(res, "zarr-python", "mean")
+    r8 = ratio(ts_m.get("best_s"), rm_best)
+    L.append(f"| `reduce=mean` over the whole 1 GiB volume (best of {len(rm.get('runs', []))}) | {fmt(rm_best, ' s', 2)} | "
+             f"tensorstore read + numpy.mean {fmt(ts_m.get('best_s'), ' s', 2)}, zarr-python "
+             f"{fmt(zp_m.get('best_s'), ' s', 2)} | {fmt(r8, 'x', 2)} (speed vs ts) | >= 1.5x | "
+             f"{verdict(None if r8 is None else r8 >= 1.5)} |")
+    rm_hwm = rm.get("rss_after", {}).get("VmHWM_mib")
+    L.append(f"| Peak RSS (VmHWM) of the server after the means | {fmt(rm_hwm, ' MiB')} | "
+             f"in-process: tensorstore {fmt(ts_m.get('peak_rss_mib'), ' MiB')} | – | < 128 MiB | "
+             f"{verdict(None if rm_hwm is None else rm_hwm < 128)} |")
     ec, pref = pt.get("economy_cold", {}), pt.get("reference", {})
     decoded = counter(ec, "zarr_serve_chunks_decoded_total")
     ranged = counter(ec, "zarr_serve_store_range_requests_total")
@@ -226,6 +238,12 @@ def render(res):
             odd.append(f"points: answers differ between requests or from tensorstore's vindex ({shas}, ts {ts_sha})")
         elif ts_sha:
             odd.append("points body identical (sha256) to tensorstore's vindex")
+    means = {round(r["value"], 6) for r in rm.get("runs", [])}
+    if ts_m.get("mean") is not None and means:
+        if any(abs(m - ts_m["mean"]) > 1e-9 * abs(ts_m["mean"]) for m in means):
+            odd.append(f"reduce=mean {means} differs from numpy.mean {ts_m['mean']}")
+        else:
+            odd.append(f"reduce=mean equals numpy.mean of tensorstore's read within 1e-9 ({ts_m['mean']:.9f})")
     if tw and tw.get("v2_zstd", {}).get("sha256") != tw.get("v3_zstd", {}).get("sha256"):
         odd.append("the v2 and v3 twins answered different bytes")
     if res.get("tiles_check_mismatches"):
@@ -236,7 +254,7 @@ def render(res):
             odd.append(f"{k}: wrk failed: {w['error'][:300]}")
         elif w.get("error_count") or w.get("non_2xx"):
             odd.append(f"{k}: wrk errors {w.get('errors')}, non-2xx {w.get('non_2xx', 0)}")
-    for k in ("bulk", "tiles_zarr", "memory", "points"):
+    for k in ("bulk", "tiles_zarr", "memory", "points", "reduce_mean"):
         for line in res.get(k, {}).get("log_issues", []) or []:
             odd.append(f"server log ({k}): {line[:200]}")
     for p in res.get("peers", {}).get("peers", []):

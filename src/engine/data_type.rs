@@ -148,6 +148,34 @@ impl DataType {
         }
     }
 
+    /// The little-endian NumPy type string of fixed-size elements (`<u2`,
+    /// `|b1`, `<U5`, `|S5`, `<M8[ns]`, `|V3` for raw bits); `None` for
+    /// variable-length types.
+    pub fn numpy_dtype(&self) -> Option<String> {
+        Some(match self {
+            DataType::Bool => "|b1".to_string(),
+            DataType::Int8 => "|i1".into(),
+            DataType::UInt8 => "|u1".into(),
+            DataType::Int16 => "<i2".into(),
+            DataType::UInt16 => "<u2".into(),
+            DataType::Int32 => "<i4".into(),
+            DataType::UInt32 => "<u4".into(),
+            DataType::Int64 => "<i8".into(),
+            DataType::UInt64 => "<u8".into(),
+            DataType::Float16 => "<f2".into(),
+            DataType::Float32 => "<f4".into(),
+            DataType::Float64 => "<f8".into(),
+            DataType::Complex64 => "<c8".into(),
+            DataType::Complex128 => "<c16".into(),
+            DataType::Raw(bits) => format!("|V{}", bits / 8),
+            DataType::FixedUtf32(n) => format!("<U{}", n / 4),
+            DataType::FixedBytes(n) => format!("|S{n}"),
+            DataType::DateTime64(unit) => format!("<M8[{}]", unit.numpy()),
+            DataType::TimeDelta64(unit) => format!("<m8[{}]", unit.numpy()),
+            DataType::String | DataType::Bytes => return None,
+        })
+    }
+
     /// Whether elements vary in length (`string`, `variable_length_bytes`).
     pub fn is_variable(&self) -> bool {
         matches!(self, DataType::String | DataType::Bytes)

@@ -58,30 +58,12 @@ pub struct Listing {
 /// The v2 dtype of `data_type` (little-endian) and the filters it needs,
 /// if the view can serve it.
 fn v2_dtype(data_type: DataType) -> Option<(String, Value)> {
-    let dtype = match data_type {
-        DataType::Bool => "|b1".to_string(),
-        DataType::Int8 => "|i1".into(),
-        DataType::UInt8 => "|u1".into(),
-        DataType::Int16 => "<i2".into(),
-        DataType::UInt16 => "<u2".into(),
-        DataType::Int32 => "<i4".into(),
-        DataType::UInt32 => "<u4".into(),
-        DataType::Int64 => "<i8".into(),
-        DataType::UInt64 => "<u8".into(),
-        DataType::Float16 => "<f2".into(),
-        DataType::Float32 => "<f4".into(),
-        DataType::Float64 => "<f8".into(),
-        DataType::Complex64 => "<c8".into(),
-        DataType::Complex128 => "<c16".into(),
-        DataType::FixedUtf32(n) => format!("<U{}", n / 4),
-        DataType::FixedBytes(n) => format!("|S{n}"),
-        DataType::DateTime64(unit) => format!("<M8[{}]", unit.numpy()),
-        DataType::TimeDelta64(unit) => format!("<m8[{}]", unit.numpy()),
-        DataType::String => return Some(("|O".into(), json!([{"id": "vlen-utf8"}]))),
-        DataType::Bytes => return Some(("|O".into(), json!([{"id": "vlen-bytes"}]))),
-        DataType::Raw(_) => return None,
-    };
-    Some((dtype, Value::Null))
+    match data_type {
+        DataType::String => Some(("|O".into(), json!([{"id": "vlen-utf8"}]))),
+        DataType::Bytes => Some(("|O".into(), json!([{"id": "vlen-bytes"}]))),
+        DataType::Raw(_) => None,
+        fixed => Some((fixed.numpy_dtype()?, Value::Null)),
+    }
 }
 
 /// The readable array at `node` the view can represent.

@@ -26,54 +26,40 @@ use crate::engine::reduce::Reduction;
 use crate::engine::{DataType, Dataset, Error, ReadPlan, Versions};
 use crate::metrics::Metrics;
 
-/// `/v1/datasets/{ds}/data`: the root node.
+/// `GET|HEAD|POST /v1/datasets/{ds}/data`: the root node.
 pub(super) async fn read_root(
     State(state): State<Arc<AppState>>,
     Path(ds): Path<String>,
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
-    let query = Query::from_query_string(query.as_deref())?;
+    let query = parse(query.as_deref(), &method, &body)?;
     region(&state, &ds, "", query, &method, &headers).await
 }
 
-/// `/v1/datasets/{ds}/data/{path}`
+/// `GET|HEAD|POST /v1/datasets/{ds}/data/{path}`; a POST carries the
+/// selection in a JSON body.
 pub(super) async fn read(
     State(state): State<Arc<AppState>>,
     Path((ds, path)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
-    let query = Query::from_query_string(query.as_deref())?;
+    let query = parse(query.as_deref(), &method, &body)?;
     region(&state, &ds, &path, query, &method, &headers).await
 }
 
-/// `POST /v1/datasets/{ds}/data`: the root node, selection in the body.
-pub(super) async fn post_root(
-    State(state): State<Arc<AppState>>,
-    Path(ds): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let mut query = Query::from_query_string(query.as_deref())?;
-    query.add_body(&body)?;
-    region(&state, &ds, "", query, &Method::POST, &headers).await
-}
-
-/// `POST /v1/datasets/{ds}/data/{path}`: selection in the JSON body.
-pub(super) async fn post(
-    State(state): State<Arc<AppState>>,
-    Path((ds, path)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let mut query = Query::from_query_string(query.as_deref())?;
-    query.add_body(&body)?;
-    region(&state, &ds, &path, query, &Method::POST, &headers).await
+/// The query string, and for a POST the body.
+fn parse(query: Option<&str>, method: &Method, body: &[u8]) -> Result<Query, ApiError> {
+    let mut query = Query::from_query_string(query)?;
+    if method == Method::POST {
+        query.add_body(body)?;
+    }
+    Ok(query)
 }
 
 async fn region(

@@ -110,26 +110,10 @@ pub(super) fn accept_items(accept: &str) -> impl Iterator<Item = (String, f32)> 
 /// The `.npy` type of fixed-size elements (`None` for text and bytes,
 /// whose width depends on the result: [`npy_text`]).
 fn npy_descr(data_type: DataType) -> Option<String> {
-    Some(match data_type {
-        DataType::Bool => "|b1".to_string(),
-        DataType::Int8 => "|i1".into(),
-        DataType::UInt8 => "|u1".into(),
-        DataType::Int16 => "<i2".into(),
-        DataType::Int32 => "<i4".into(),
-        DataType::Int64 => "<i8".into(),
-        DataType::UInt16 => "<u2".into(),
-        DataType::UInt32 => "<u4".into(),
-        DataType::UInt64 => "<u8".into(),
-        DataType::Float16 => "<f2".into(),
-        DataType::Float32 => "<f4".into(),
-        DataType::Float64 => "<f8".into(),
-        DataType::Complex64 => "<c8".into(),
-        DataType::Complex128 => "<c16".into(),
-        DataType::Raw(bits) => format!("|V{}", bits / 8),
-        DataType::DateTime64(unit) => format!("<M8[{}]", unit.numpy()),
-        DataType::TimeDelta64(unit) => format!("<m8[{}]", unit.numpy()),
-        DataType::String | DataType::Bytes | DataType::FixedUtf32(_) | DataType::FixedBytes(_) => return None,
-    })
+    match data_type.is_text_or_bytes() {
+        true => None,
+        false => data_type.numpy_dtype(),
+    }
 }
 
 /// Whether a result of `data_type` in `format` can be sent as its slabs

@@ -148,15 +148,15 @@ pub fn routes() -> Router<Arc<AppState>> {
     let data = Router::new()
         .route(
             "/v1/datasets/{ds}/data",
-            get(data::read_root).head(data::read_root).post(data::post_root),
+            get(data::read_root).head(data::read_root).post(data::read_root),
         )
         .route(
             "/v1/datasets/{ds}/data/",
-            get(data::read_root).head(data::read_root).post(data::post_root),
+            get(data::read_root).head(data::read_root).post(data::read_root),
         )
         .route(
             "/v1/datasets/{ds}/data/{*path}",
-            get(data::read).head(data::read).post(data::post),
+            get(data::read).head(data::read).post(data::read),
         )
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let compressed = documents

@@ -13,8 +13,7 @@ use super::error::{Error, Result};
 use super::metadata::ArrayMetadata;
 use super::selection::DimPick;
 use super::time::{format_instant, parse_instant, NAT};
-use super::values::{int_values, is_real, real_values};
-use super::vlen;
+use super::values::{int_values, is_real, real_values, text_values};
 
 /// A label as a request gives it: text (query strings, JSON strings) or a
 /// JSON number.
@@ -137,7 +136,13 @@ impl Coordinate {
                 },
                 None => Labels::Numbers(real_values(dt, data)?),
             },
-            DataType::String | DataType::FixedUtf32(_) => Labels::Text(texts(meta.data_type, data)?),
+            DataType::String | DataType::FixedUtf32(_) => Labels::Text(
+                text_values(meta.data_type, data)
+                    .expect("a text type")?
+                    .into_iter()
+                    .map(|t| t.into_owned())
+                    .collect(),
+            ),
             other => {
                 return Err(Error::InvalidRequest(format!(
                     "coordinate '{name}' has {} labels, which cannot be selected by",
@@ -367,28 +372,6 @@ fn unit_ns(unit: &str) -> Option<i128> {
         "ns" => 1,
         _ => return None,
     })
-}
-
-/// The text of string labels (fixed-length ones without trailing NULs).
-fn texts(data_type: DataType, data: &[u8]) -> Result<Vec<String>> {
-    let bad = || Error::corrupt("", "a coordinate label is not valid text");
-    match data_type {
-        DataType::String => vlen::items(data)?
-            .into_iter()
-            .map(|b| std::str::from_utf8(b).map(str::to_string).map_err(|_| bad()))
-            .collect(),
-        DataType::FixedUtf32(n) => data
-            .chunks_exact(n)
-            .map(|b| {
-                b.chunks_exact(4)
-                    .map(|u| char::from_u32(u32::from_le_bytes(u.try_into().expect("4 bytes"))))
-                    .collect::<Option<String>>()
-                    .map(|s| s.trim_end_matches('\0').to_string())
-                    .ok_or_else(bad)
-            })
-            .collect(),
-        _ => unreachable!("only text types"),
-    }
 }
 
 fn order_of(labels: &Labels) -> Order {

@@ -46,7 +46,7 @@ mod resources;
 mod selection;
 mod time;
 mod v2_view;
-mod values;
+pub mod values;
 pub mod vlen;
 
 pub use cache::{CacheOptions, CacheStats, Caches};

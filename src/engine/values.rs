@@ -1,9 +1,12 @@
-//! Elements as numbers: the little-endian elements of a real data type
+//! Elements as values: the little-endian elements of a real data type
 //! (bool, integers, floats) read as `f64`, for CF decoding, labels and
-//! reductions.
+//! reductions; text elements as strings, for labels and answers.
+
+use std::borrow::Cow;
 
 use super::data_type::DataType;
-use super::error::{Error, Result};
+use super::error::{corrupt, Error, Result};
+use super::vlen;
 
 /// Whether elements of `data_type` are real numbers (bool, integer, float).
 pub(crate) fn is_real(data_type: DataType) -> bool {
@@ -82,6 +85,32 @@ pub(crate) fn int_values(data_type: DataType, bytes: &[u8]) -> Option<Vec<i128>>
         DataType::UInt64 => read!(u64),
         _ => None,
     }
+}
+
+/// The elements of a `string` or `fixed_length_utf32` buffer as text, as
+/// NumPy shows them (fixed-length ones without trailing NULs); `None` for
+/// other types. Invalid UTF-8 or code points are corrupt data.
+pub fn text_values(data_type: DataType, data: &[u8]) -> Option<Result<Vec<Cow<'_, str>>>> {
+    Some(match data_type {
+        DataType::String => vlen::items(data).and_then(|items| {
+            items
+                .into_iter()
+                .map(|b| std::str::from_utf8(b).map(Cow::Borrowed))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| corrupt("a string element is not UTF-8"))
+        }),
+        DataType::FixedUtf32(n) => data
+            .chunks_exact(n)
+            .map(|b| {
+                b.chunks_exact(4)
+                    .map(|u| char::from_u32(u32::from_le_bytes(u.try_into().expect("4 bytes"))))
+                    .collect::<Option<String>>()
+                    .map(|t| Cow::Owned(t.trim_end_matches('\0').to_string()))
+            })
+            .collect::<Option<_>>()
+            .ok_or_else(|| corrupt("a fixed_length_utf32 element holds an invalid code point")),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

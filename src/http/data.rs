@@ -192,10 +192,9 @@ impl Answer {
     /// (coarsened ones keep their name, not their labels).
     fn labels(&self, (names, mut coords): ResultLabels) -> ResultLabels {
         let mut kept_names = Vec::new();
-        for (d, name) in names.into_iter().enumerate() {
-            let keep = self.kept.get(d).copied().unwrap_or(true);
-            if let (Some(n), true) = (name.as_str(), !keep || self.coarsened.get(d).copied().unwrap_or(false)) {
-                coords.remove(n);
+        for ((name, &keep), &coarsened) in names.into_iter().zip(&self.kept).zip(&self.coarsened) {
+            if !keep || coarsened {
+                coords.remove(name.as_str().unwrap_or_default());
             }
             if keep {
                 kept_names.push(name);

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use base64::Engine;
 
 use super::problem::ApiError;
+use crate::engine::values::text_values;
 use crate::engine::{vlen, DataType, NAT};
 
 /// A representation of a region.
@@ -156,30 +157,23 @@ enum Texts<'a> {
 fn texts(data_type: DataType, data: &[u8]) -> Result<Option<Texts<'_>>, String> {
     let trim = |b: &[u8]| b.len() - b.iter().rev().take_while(|c| **c == 0).count();
     Ok(Some(match data_type {
-        DataType::String => Texts::Text(
-            vlen::items(data)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .map(|b| std::str::from_utf8(b).map(Cow::Borrowed))
-                .collect::<Result<_, _>>()
-                .map_err(|_| "a string element is not UTF-8".to_string())?,
+        DataType::String | DataType::FixedUtf32(_) => Texts::Text(
+            text_values(data_type, data)
+                .expect("a text type")
+                .map_err(|e| reason(&e))?,
         ),
-        DataType::Bytes => Texts::Bytes(vlen::items(data).map_err(|e| e.to_string())?),
+        DataType::Bytes => Texts::Bytes(vlen::items(data).map_err(|e| reason(&e))?),
         DataType::FixedBytes(n) => Texts::Bytes(data.chunks_exact(n).map(|b| &b[..trim(b)]).collect()),
-        DataType::FixedUtf32(n) => Texts::Text(
-            data.chunks_exact(n)
-                .map(|b| {
-                    let units = b
-                        .chunks_exact(4)
-                        .map(|u| u32::from_le_bytes(u.try_into().expect("4 bytes")));
-                    let text: Option<String> = units.map(char::from_u32).collect();
-                    text.map(|t| Cow::Owned(t.trim_end_matches('\0').to_string()))
-                })
-                .collect::<Option<_>>()
-                .ok_or_else(|| "a fixed_length_utf32 element holds an invalid code point".to_string())?,
-        ),
         _ => return Ok(None),
     }))
+}
+
+/// What is wrong with damaged data, without the (empty) key of a codec-level error.
+fn reason(e: &crate::engine::Error) -> String {
+    match e {
+        crate::engine::Error::Corrupt { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// A text or bytes result as `.npy`: `<U{n}` or `|S{n}`, `n` the longest

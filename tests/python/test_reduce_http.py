@@ -66,7 +66,7 @@ def close(got: np.ndarray, want: np.ndarray) -> bool:
     if got.shape != want.shape:
         return False
     if want.dtype.kind in "iub":
-        return got.tobytes() == np.ascontiguousarray(want.astype(got.dtype)).tobytes()
+        return got.dtype == want.dtype and got.tobytes() == np.ascontiguousarray(want).tobytes()
     g, w = got.astype("<f8"), want.astype("<f8")
     return bool(np.allclose(g, w, rtol=1e-9, atol=1e-300, equal_nan=True))
 

@@ -166,6 +166,12 @@ def curl_bytes(url):
     return subprocess.run(["curl", "-s", "--max-time", "20", url], capture_output=True, timeout=30).stdout
 
 
+def curl_bytes_encoded(url, encoding="zstd"):
+    """The body as sent with `Accept-Encoding: encoding`, not decoded."""
+    return subprocess.run(["curl", "-s", "--max-time", "20", "-H", f"Accept-Encoding: {encoding}", url],
+                          capture_output=True, timeout=30).stdout
+
+
 class Server:
     """zarr-serve on a free loopback port, fresh process each time."""
     count = 0
@@ -452,6 +458,17 @@ def main():
         wrk(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "v2"}, args.warmup)
         res["tiles_v2_view"] = wrk_cpu(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "v2"}, args.duration,
                                        s.p.pid)
+        png = curl_bytes(tile_url(s.base, 5, 7) + "&format=png&colormap=viridis")
+        res["tiles_png_bytes"] = len(png)
+        if png[:8] != b"\x89PNG\r\n\x1a\n":
+            res["tiles_check_mismatches"].append(["png", png[:64].decode("latin-1")])
+        wrk(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "png"}, args.warmup)
+        res["tiles_png"] = wrk_cpu(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "png"}, args.duration,
+                                   s.p.pid)
+        # As a browser asks for it: compressed in transit.
+        res["tiles_png_zstd_bytes"] = len(curl_bytes_encoded(tile_url(s.base, 5, 7) + "&format=png&colormap=viridis"))
+        res["tiles_png_zstd"] = wrk_cpu(args, "wrk_tiles.lua", s.base, {"TILE_MODE": "png", "TILE_ENCODING": "zstd"},
+                                        args.duration, s.p.pid)
         log("metadata: wrk ...")
         node = "/v1/datasets/bench/nodes/volume"
         res["node_doc_bytes"] = len(curl_bytes(s.base + node))

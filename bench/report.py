@@ -100,6 +100,15 @@ def render(res):
     L.append(f"| Zarr v2 view: the same tiles as `/v2/` chunks, req/s | {fmt(tv.get('rps'))} | "
              f"`/data/` tiles {fmt(tz.get('rps'))} | {fmt(r5, 'x', 2)} | >= 0.5x `/data/` | "
              f"{verdict(None if r5 is None else r5 >= 0.5)} |")
+    tp = res.get("tiles_png", {})
+    r7 = ratio(tp.get("rps"), tz.get("rps"))
+    L.append(f"| The same tiles as 256x256 PNGs (viridis, ~{fmt(res.get('tiles_png_bytes', 0) / 1024, ' KiB', 0)}), req/s | "
+             f"{fmt(tp.get('rps'))} | binary tiles {fmt(tz.get('rps'))} | {fmt(r7, 'x', 2)} | >= 0.5x binary | "
+             f"{verdict(None if r7 is None else r7 >= 0.5)} |")
+    tpz = res.get("tiles_png_zstd", {})
+    r8 = ratio(tpz.get("rps"), tz.get("rps"))
+    L.append(f"| The same PNGs with `Accept-Encoding: zstd` (~{fmt(res.get('tiles_png_zstd_bytes', 0) / 1024, ' KiB', 0)} "
+             f"sent), req/s | {fmt(tpz.get('rps'))} | binary tiles {fmt(tz.get('rps'))} | {fmt(r8, 'x', 2)} | — | — |")
     tw = res.get("twins", {})
 
     def best_mbps(name):
@@ -248,7 +257,7 @@ def render(res):
         odd.append("the v2 and v3 twins answered different bytes")
     if res.get("tiles_check_mismatches"):
         odd.append(f"tile bytes differ from numpy extraction: {res['tiles_check_mismatches']}")
-    for k in ("tiles_zarr", "tiles_v2_view", "tiles_nginx", "meta_zarr", "meta_nginx"):
+    for k in ("tiles_zarr", "tiles_v2_view", "tiles_png", "tiles_png_zstd", "tiles_nginx", "meta_zarr", "meta_nginx"):
         w = res.get(k, {})
         if "error" in w:
             odd.append(f"{k}: wrk failed: {w['error'][:300]}")

@@ -957,3 +957,38 @@ async fn text_results_are_measured_for_413_and_have_etags() {
         one.headers()[header::CONTENT_LENGTH]
     );
 }
+
+/// `format=png` limits: over 16,384 pixels on a side is 413 however small the
+/// raster; the raster (4 bytes a pixel) is what `max_response_bytes` measures.
+#[tokio::test]
+async fn pictures_are_limited_by_side_and_by_raster_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [2, 20000], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 5000]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
+        "codecs": [{"name": "bytes"}],
+    });
+    std::fs::create_dir_all(dir.path().join("wide")).unwrap();
+    std::fs::write(dir.path().join("wide/zarr.json"), meta.to_string()).unwrap();
+    let mut cfg = config();
+    cfg.datasets
+        .insert("tmp".into(), common::dataset(dir.path().to_string_lossy()));
+    // 2 × 16,384 uint8 is 32 KiB of data and 128 KiB of raster.
+    cfg.max_response_bytes = 100_000;
+    let server = Server::start(cfg).await;
+    let url = "/v1/datasets/tmp/data/wide";
+    let e = problem(get(&server, &format!("{url}?format=png")).await, 413).await;
+    assert!(e["detail"].as_str().unwrap().contains("16384"), "{e}");
+    assert_eq!(get(&server, &format!("{url}?select=:,:16384")).await.status(), 200);
+    let e = problem(get(&server, &format!("{url}?select=:,:16384&format=png")).await, 413).await;
+    assert!(e["detail"].as_str().unwrap().contains("131072"), "{e}");
+    let ok = get(&server, &format!("{url}?select=:,:12000&format=png")).await;
+    assert_eq!(ok.status(), 200);
+    assert_eq!(ok.headers()[header::CONTENT_TYPE], "image/png");
+    let png = ok.bytes().await.unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width then height, big-endian.
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 12000);
+    assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 2);
+}

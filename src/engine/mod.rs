@@ -19,7 +19,9 @@
 //! - [`hierarchy`]: datasets, opening nodes, listing children;
 //! - [`read`]: fetching, the sharding partial decoder, slab assembly and
 //!   slab streams;
-//! - `v2_view`: the whole dataset as a read-only Zarr v2 store.
+//! - `v2_view`: the whole dataset as a read-only Zarr v2 store;
+//! - [`reduce`] and [`render`]: answers computed from a read (reductions,
+//!   coarsening, pictures).
 
 mod cache;
 mod cf;
@@ -42,6 +44,7 @@ mod node;
 mod plan;
 mod read;
 pub mod reduce;
+pub mod render;
 mod resources;
 mod selection;
 mod time;

@@ -18,11 +18,12 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::{json_body, npy_header, npy_text, streamable, Format, ResultLabels};
+use super::format::{json_body, npy_header, npy_text, png_body, streamable, Format, ResultLabels};
 use super::problem::ApiError;
 use super::query::Query;
 use super::AppState;
 use crate::engine::reduce::Reduction;
+use crate::engine::render::{self, Render, RenderRequest};
 use crate::engine::{DataType, Dataset, Error, ReadPlan, Versions};
 use crate::metrics::Metrics;
 
@@ -78,9 +79,13 @@ async fn region(
         .resolve(&plan.output_shape(), &plan.result_dimension_names())?;
     let answer = Answer::of(&plan, reduction.as_ref())?;
     let format = Format::negotiate(query.format.as_deref(), accept, answer.data_type)?;
+    let render = picture(format, &query.render, &answer)?;
     // For text and bytes this counts 8 bytes an element; the answer is
-    // measured again once built.
-    let requested = answer.bytes();
+    // measured again once built. A picture counts its RGBA raster.
+    let requested = match render {
+        Some(_) => answer.shape.iter().product::<u64>() * 4,
+        None => answer.bytes(),
+    };
     if requested > state.max_response_bytes {
         return Err(ApiError::TooLarge {
             requested,
@@ -112,8 +117,11 @@ async fn region(
             Format::Json => Some(answer.labels(dataset.result_coords(&plan).await?)),
             _ => None,
         };
-        let body =
-            encode(format, &answer, data, labels).map_err(|reason| Error::corrupt(plan.node().path.clone(), reason))?;
+        let body = match &render {
+            Some(render) => draw(render.clone(), &answer, data).await?,
+            None => encode(format, &answer, data, labels)
+                .map_err(|reason| Error::corrupt(plan.node().path.clone(), reason))?,
+        };
         let length = body.len() as u64;
         if length > state.max_response_bytes {
             return Err(ApiError::TooLarge {
@@ -123,7 +131,8 @@ async fn region(
         }
         (Payload::Whole(body), length, versions)
     };
-    let etag = etag_for(dataset, &plan, &query.reduce.key(), format, &versions);
+    let computed = format!("{}|{}", query.reduce.key(), query.render.key());
+    let etag = etag_for(dataset, &plan, &computed, format, &versions);
     let response = Response::builder()
         .header(header::ETAG, &etag)
         .header(
@@ -142,7 +151,7 @@ async fn region(
     let mut response = response
         .header(header::CONTENT_TYPE, format.media_type())
         .header(header::CONTENT_LENGTH, length);
-    if format != Format::Json && length > state.compress_max_bytes {
+    if matches!(format, Format::Binary | Format::Npy) && length > state.compress_max_bytes {
         // Compressing numbers on the fly is several times slower than
         // sending them; see `compress_max_bytes`.
         response = response.extension(super::Uncompressed);
@@ -204,6 +213,57 @@ impl Answer {
     }
 }
 
+/// For `format=png`, the checked rendering parameters; they are 400
+/// with any other format. A picture is 2-D and real, at most
+/// [`render::MAX_SIDE`] pixels a side (413).
+fn picture(format: Format, request: &RenderRequest, answer: &Answer) -> Result<Option<Render>, ApiError> {
+    if format != Format::Png {
+        return match request.is_empty() {
+            true => Ok(None),
+            false => Err(ApiError::BadRequest(
+                "rescale, colormap and nodata apply to format=png only".into(),
+            )),
+        };
+    }
+    let render = request.resolve()?;
+    render::check(answer.data_type, &answer.shape)?;
+    if answer.shape.contains(&0) {
+        return Err(ApiError::BadRequest(format!(
+            "the picture would be empty (shape {:?}): a PNG has at least one pixel",
+            answer.shape
+        )));
+    }
+    if let Some(side) = answer.shape.iter().find(|&&n| n > render::MAX_SIDE) {
+        return Err(ApiError::Rejected(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the picture would be {} pixels on a side, more than {}; select a smaller region or coarsen",
+                side,
+                render::MAX_SIDE
+            ),
+        ));
+    }
+    Ok(Some(render))
+}
+
+/// The answer drawn as a PNG; a large picture off the async workers.
+async fn draw(render: Render, answer: &Answer, data: Bytes) -> Result<Bytes, ApiError> {
+    const INLINE_PIXELS: u64 = 512 * 512;
+    let (data_type, height, width) = (answer.data_type, answer.shape[0] as u32, answer.shape[1] as u32);
+    let picture = move || -> Result<Vec<u8>, ApiError> {
+        let rgba = render.rgba(data_type, &data)?;
+        png_body(width, height, &rgba).map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
+    };
+    let png = if u64::from(width) * u64::from(height) <= INLINE_PIXELS {
+        picture()?
+    } else {
+        tokio::task::spawn_blocking(picture)
+            .await
+            .map_err(|e| ApiError::Engine(Error::Internal(format!("drawing failed: {e}"))))??
+    };
+    Ok(Bytes::from(png))
+}
+
 /// A response body: in memory, or streamed after a prefix (the npy header).
 enum Payload {
     Whole(Bytes),
@@ -223,6 +283,7 @@ fn encode(format: Format, answer: &Answer, data: Bytes, labels: Option<ResultLab
             Bytes::from(out)
         }
         Format::Json => Bytes::from(json_body(data_type, shape, &data, labels.as_ref())?),
+        Format::Png => unreachable!("pictures are drawn, not encoded"),
     })
 }
 

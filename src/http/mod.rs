@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -252,22 +252,34 @@ pub(crate) fn strip_coding(etag: &str) -> &str {
 pub(crate) struct Uncompressed;
 
 /// Compress on `Accept-Encoding` at the fastest level, but never partial
-/// content or responses marked [`Uncompressed`].
+/// content, responses marked [`Uncompressed`], gRPC, event streams or
+/// images other than our PNGs (which are stored uncompressed inside: see
+/// `format::png_body`).
 fn compression() -> CompressionLayer<impl Predicate> {
     let eligible = |status: axum::http::StatusCode,
                     _: axum::http::Version,
                     headers: &HeaderMap,
                     extensions: &axum::http::Extensions| {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let image = content_type.starts_with("image/") && content_type != "image/png";
         status != axum::http::StatusCode::PARTIAL_CONTENT
+            && !image
             && !headers.contains_key(header::CONTENT_RANGE)
             && extensions.get::<Uncompressed>().is_none()
     };
+    let predicate = SizeAbove::new(32)
+        .and(NotForContentType::GRPC)
+        .and(NotForContentType::SSE)
+        .and(eligible);
     CompressionLayer::new()
         .gzip(true)
         .zstd(true)
         .br(true)
         .quality(CompressionLevel::Fastest)
-        .compress_when(DefaultPredicate::new().and(eligible))
+        .compress_when(predicate)
 }
 
 fn cors(origins: &[String]) -> CorsLayer {

@@ -7,10 +7,11 @@ use serde_json::{Map, Value};
 use super::problem::ApiError;
 use crate::engine::labels::{Label, LabelSel, Method};
 use crate::engine::reduce::ReduceRequest;
+use crate::engine::render::RenderRequest;
 use crate::engine::{ReadQuery, SelectValue, Selection};
 
 /// The query parameters a region read takes.
-const DATA_PARAMETERS: [&str; 8] = [
+const DATA_PARAMETERS: [&str; 11] = [
     "select",
     "format",
     "sel",
@@ -19,6 +20,9 @@ const DATA_PARAMETERS: [&str; 8] = [
     "reduce",
     "axis",
     "coarsen",
+    "rescale",
+    "colormap",
+    "nodata",
 ];
 
 /// The fields a POST body may have.
@@ -33,6 +37,8 @@ pub(super) struct Query {
     pub(super) format: Option<String>,
     /// `reduce`, `axis`, `coarsen`.
     pub(super) reduce: ReduceRequest,
+    /// `rescale`, `colormap`, `nodata` (for `format=png`).
+    pub(super) render: RenderRequest,
     /// Whether `select` was given (in the query or the body).
     has_select: bool,
 }
@@ -65,6 +71,9 @@ impl Query {
                 "reduce" => out.reduce.op = Some(value.into_owned()),
                 "axis" => out.reduce.axis = Some(list_items(&value)),
                 "coarsen" => out.reduce.coarsen = Some(list_items(&value)),
+                "rescale" => out.render.rescale = Some(value.into_owned()),
+                "colormap" => out.render.colormap = Some(value.into_owned()),
+                "nodata" => out.render.nodata = Some(value.into_owned()),
                 "decode" => match value.as_ref() {
                     "cf" => out.read.decode_cf = true,
                     other => return Err(bad(format!("decode '{other}' is not known: use decode=cf"))),

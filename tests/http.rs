@@ -992,3 +992,53 @@ async fn pictures_are_limited_by_side_and_by_raster_bytes() {
     assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 12000);
     assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 2);
 }
+
+/// The explorer (2.7): `/` is HTML for browsers only; its pages apply the
+/// datasets' tokens exactly as the API does; assets are built in.
+#[tokio::test]
+async fn explorer_pages_follow_accept_and_authentication() {
+    let mut cfg = config();
+    cfg.datasets.get_mut("sample").unwrap().token = Some("explorer-token".into());
+    let server = Server::start(cfg).await;
+    let html = |path: &str, token: Option<&'static str>| {
+        let mut request = client().get(server.url(path)).header(header::ACCEPT, "text/html");
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    problem(get(&server, "/").await, 404).await;
+    let anonymous = html("/", None).await.unwrap();
+    assert_eq!(anonymous.status(), 200);
+    assert!(anonymous.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .contains("script-src 'self'"));
+    let text = anonymous.text().await.unwrap();
+    assert!(
+        text.contains("href=\"/explore/fixtures\"") && !text.contains("/explore/sample"),
+        "{text}"
+    );
+    let with_token = html("/", Some("explorer-token")).await.unwrap().text().await.unwrap();
+    assert!(with_token.contains("href=\"/explore/sample\""));
+    problem(html("/explore/sample/temperature", None).await.unwrap(), 401).await;
+    problem(html("/explore/sample/temperature", Some("wrong")).await.unwrap(), 403).await;
+    let page = html("/explore/sample/temperature", Some("explorer-token"))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("64 × 256 × 256") && page.contains("id=\"preview-img\""));
+    problem(html("/explore/nope", None).await.unwrap(), 404).await;
+    problem(html("/explore/fixtures/no/such/node", None).await.unwrap(), 404).await;
+    for (asset, kind) in [
+        ("/explore-assets/explorer.js", "text/javascript"),
+        ("/explore-assets/explorer.css", "text/css"),
+        ("/favicon.ico", "image/svg+xml"),
+    ] {
+        let r = get(&server, asset).await;
+        assert_eq!(r.status(), 200, "{asset}");
+        assert!(r.headers()[header::CONTENT_TYPE].to_str().unwrap().starts_with(kind));
+    }
+    problem(get(&server, "/explore-assets/nope.js").await, 404).await;
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the tests need and the machine lacks: Debian packages (curl,
-# python3-venv, wrk, nginx-light; with sudo when not root), the pinned Python
+# python3-venv, wrk, nginx-light, chromium and chromium-driver; with sudo when not root), the pinned Python
 # packages into .venv-test (zarr-python 2.18 into .venv-zarr2, openapi-python-client
 # into .venv-openapi), Azurite
 # (npm, pinned) into .cache/azurite and cargo-fuzz. Safe to run again: it skips what is there.
@@ -14,6 +14,9 @@ command -v curl >/dev/null || pkgs+=(curl)
 python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3-venv)
 command -v wrk >/dev/null || pkgs+=(wrk)
 command -v nginx >/dev/null || pkgs+=(nginx-light)
+# The explorer's browser tests: Debian's Chromium and its WebDriver.
+command -v chromium >/dev/null || pkgs+=(chromium)
+command -v chromedriver >/dev/null || pkgs+=(chromium-driver)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "installing ${pkgs[*]}"
   # Keep the packaged nginx service from starting on port 80 (the tests run their own).

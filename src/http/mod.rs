@@ -3,6 +3,7 @@
 
 mod conditional;
 mod data;
+mod explorer;
 mod format;
 mod nodes;
 mod ops;
@@ -178,7 +179,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.yaml", get(ops::openapi));
-    compressed.merge(plain)
+    compressed.merge(plain).merge(explorer::routes())
 }
 
 /// The largest POST body of a region read.

@@ -75,6 +75,12 @@ pub(super) async fn node(
 async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     let dataset = state.dataset(ds, headers)?;
     require_json(headers)?;
+    let body = document_bytes(dataset, path).await?;
+    Ok(json_response(body, headers))
+}
+
+/// The JSON node document of `path`, rendered once per cached node.
+pub(super) async fn document_bytes(dataset: &Dataset, path: &str) -> Result<Bytes, ApiError> {
     let node = dataset.node(path).await?;
     let body = node
         .rendered
@@ -89,7 +95,7 @@ async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -
         })
         .await?
         .clone();
-    Ok(json_response(body, headers))
+    Ok(body)
 }
 
 fn display_path(path: &str) -> String {

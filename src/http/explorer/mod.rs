@@ -1,0 +1,583 @@
+//! The explorer (contract 2.7): HTML pages over the same node documents and
+//! region reads every client uses, with the same authentication. `GET /`
+//! from a browser lists the datasets; `/explore/{ds}/{path}` shows a
+//! group's children or an array's metadata, and for numeric arrays of two
+//! or more dimensions a PNG preview with a control per extra dimension,
+//! a colormap and rescale choice, and the curl command and Python that
+//! fetch what is shown. Pages are rendered here; `explorer.js` only
+//! updates the preview when a control changes. Every asset is built in.
+
+mod html;
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use futures::StreamExt;
+use serde_json::Value;
+
+use self::html::{definitions, escape, explore_href, page, url_path};
+use super::format::{accept_items, json_body};
+use super::nodes::document_bytes;
+use super::problem::ApiError;
+use super::AppState;
+use crate::engine::{Dataset, ReadQuery, Selection};
+
+/// The longest side of the preview, in pixels: larger arrays are coarsened to fit.
+const PREVIEW_SIDE: u64 = 512;
+/// A dimension gets a label picker when its coordinate has at most this many labels.
+const MAX_PICKER_LABELS: u64 = 2000;
+/// How many values the table of a 0-d or 1-D array shows.
+const TABLE_VALUES: u64 = 100;
+const COLORMAPS: [&str; 9] = [
+    "viridis", "gray", "plasma", "inferno", "magma", "cividis", "turbo", "coolwarm", "RdBu_r",
+];
+const REAL_TYPES: [&str; 12] = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64",
+];
+/// Pages and scripts come from this origin only; previews may be blobs.
+const CSP: &str = "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; \
+                   object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+
+/// The explorer's routes.
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/", get(index))
+        .route("/explore", get(datasets_page))
+        .route("/explore/", get(datasets_page))
+        .route("/explore/{ds}", get(root_page))
+        .route("/explore/{ds}/", get(root_page))
+        .route("/explore/{ds}/{*path}", get(node_page))
+        .route("/explore-assets/{file}", get(asset))
+        .route("/favicon.ico", get(favicon))
+}
+
+/// `GET /`: the explorer for a browser (`Accept: text/html`); other
+/// clients get what they always got, a 404 naming the API description.
+async fn index(state: State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let wants_html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept_items(accept).any(|(media, q)| q > 0.0 && media == "text/html"));
+    if !wants_html {
+        return Err(ApiError::NotFound("no such route; see /openapi.yaml".into()));
+    }
+    datasets_page(state, headers).await
+}
+
+/// The datasets this request may read.
+async fn datasets_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let mut rows = String::new();
+    for dataset in state.readable_datasets(&headers) {
+        let _ = writeln!(
+            rows,
+            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td></tr>",
+            escape(&explore_href(&dataset.name, "")),
+            escape(&dataset.name),
+            escape(dataset.description.as_deref().unwrap_or("")),
+        );
+    }
+    let main = format!(
+        "<h1>Datasets</h1>\n<table>\n<caption>Datasets this server serves</caption>\n\
+         <thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Description</th></tr></thead>\n\
+         <tbody>\n{rows}</tbody>\n</table>\n"
+    );
+    Ok(html_response(page("Datasets", &[("Datasets".into(), None)], &main)))
+}
+
+async fn root_page(
+    State(state): State<Arc<AppState>>,
+    Path(ds): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    explore(&state, &ds, "", &headers).await
+}
+
+async fn node_page(
+    State(state): State<Arc<AppState>>,
+    Path((ds, path)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    explore(&state, &ds, path.trim_end_matches('/'), &headers).await
+}
+
+/// The page of one node: a group's children, or an array's metadata and preview.
+async fn explore(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let dataset = state.dataset(ds, headers)?;
+    let doc = document(dataset, path).await?;
+    let main = match doc["node_type"].as_str() {
+        Some("array") => array_main(dataset, path, &doc, &origin(headers)).await,
+        _ => group_main(dataset, path, &doc).await?,
+    };
+    let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(ds);
+    Ok(html_response(page(name, &breadcrumb(ds, path), &main)))
+}
+
+async fn document(dataset: &Dataset, path: &str) -> Result<Value, ApiError> {
+    let bytes = document_bytes(dataset, path).await?;
+    Ok(serde_json::from_slice(&bytes).expect("node documents are JSON"))
+}
+
+/// Datasets / ds / each ancestor / this node.
+fn breadcrumb(ds: &str, path: &str) -> Vec<(String, Option<String>)> {
+    let mut crumbs = vec![("Datasets".to_string(), Some("/explore".to_string()))];
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    crumbs.push((ds.to_string(), (!segments.is_empty()).then(|| explore_href(ds, ""))));
+    for (i, segment) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        let href = (!last).then(|| explore_href(ds, &segments[..=i].join("/")));
+        crumbs.push((segment.to_string(), href));
+    }
+    crumbs
+}
+
+/// A group: its attributes and a table of its children with their type,
+/// shape and data type.
+async fn group_main(dataset: &Dataset, path: &str, doc: &Value) -> Result<String, ApiError> {
+    let children: Vec<(String, String)> = doc["children"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .map(|c| {
+                    let name = c["name"].as_str().unwrap_or_default().to_string();
+                    let path = c["path"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .trim_start_matches('/')
+                        .to_string();
+                    (name, path)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let paths: Vec<String> = children.iter().map(|(_, child)| child.clone()).collect();
+    let docs: Vec<Result<Value, ApiError>> = futures::stream::iter(paths)
+        .map(|child| async move { document(dataset, &child).await })
+        .buffered(16)
+        .collect()
+        .await;
+    let mut rows = String::new();
+    for ((name, child), doc) in children.iter().zip(docs) {
+        let (kind, shape, data_type) = match &doc {
+            Ok(d) if d["node_type"] == "array" => (
+                if d["readable"] == false {
+                    "array (unreadable)"
+                } else {
+                    "array"
+                },
+                shape_text(&d["shape"]),
+                value_text(&d["data_type"]),
+            ),
+            Ok(_) => ("group", String::new(), String::new()),
+            Err(e) => ("unreadable", String::new(), e.to_string()),
+        };
+        let _ = writeln!(
+            rows,
+            "<tr><td><a href=\"{}\">{}</a></td><td>{kind}</td><td>{}</td><td>{}</td></tr>",
+            escape(&explore_href(&dataset.name, child)),
+            escape(name),
+            escape(&shape),
+            escape(&data_type),
+        );
+    }
+    let title = if path.is_empty() {
+        dataset.name.to_string()
+    } else {
+        path.to_string()
+    };
+    Ok(format!(
+        "<h1>{} <span class=\"kind\">group</span></h1>\n\
+         <table>\n<caption>Children</caption>\n<thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Type</th>\
+         <th scope=\"col\">Shape</th><th scope=\"col\">Data type</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n\
+         <h2>Attributes</h2>\n<pre class=\"json\">{}</pre>\n{}",
+        escape(&title),
+        escape(&pretty(&doc["attributes"])),
+        api_links(&dataset.name, path, false),
+    ))
+}
+
+/// An array: metadata as text; a preview of numeric arrays of two or more
+/// dimensions, or a table of the first values of 0-d and 1-D arrays.
+async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) -> String {
+    let shape: Vec<u64> = doc["shape"]
+        .as_array()
+        .map(|s| s.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    let names: Vec<Option<String>> = doc["dimension_names"]
+        .as_array()
+        .map(|n| n.iter().map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let mut items = vec![
+        ("Shape", shape_text(&doc["shape"])),
+        ("Data type", value_text(&doc["data_type"])),
+        ("Chunk shape", shape_text(&doc["chunk_shape"])),
+        ("Read chunk shape", shape_text(&doc["read_chunk_shape"])),
+        ("Chunk grid", shape_text(&doc["chunk_grid_shape"])),
+        (
+            "Dimension names",
+            names
+                .iter()
+                .map(|n| n.clone().unwrap_or_else(|| "(unnamed)".into()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        ("Fill value", doc["fill_value"].to_string()),
+        ("Zarr format", doc["zarr_format"].to_string()),
+    ];
+    if let Some(reason) = doc["unreadable_reason"].as_str() {
+        items.push(("Unreadable", reason.to_string()));
+    }
+    let mut out = format!(
+        "<h1>{} <span class=\"kind\">array</span></h1>\n<div class=\"array-layout\">\n\
+         <section aria-labelledby=\"metadata\">\n<h2 id=\"metadata\">Metadata</h2>\n{}\
+         <h3>Codecs</h3>\n{}<h3>Attributes</h3>\n<pre class=\"json\">{}</pre>\n{}</section>\n",
+        escape(path),
+        definitions(&items),
+        codec_list(&doc["codecs"]),
+        escape(&pretty(&doc["attributes"])),
+        api_links(&dataset.name, path, true),
+    );
+    let readable = doc["readable"] != false;
+    let data_type = doc["data_type"].as_str().unwrap_or_default();
+    if readable && shape.len() >= 2 && REAL_TYPES.contains(&data_type) && !shape.contains(&0) {
+        out.push_str(&preview(dataset, path, &shape, &names, data_type, origin).await);
+    } else if readable && shape.len() <= 1 {
+        out.push_str(&values_table(dataset, path, &shape, &names).await);
+    }
+    out.push_str("</div>\n");
+    out
+}
+
+/// Each codec on a line: its name, then its configuration as compact JSON.
+fn codec_list(codecs: &Value) -> String {
+    let Some(codecs) = codecs.as_array() else {
+        return format!("<pre class=\"json\">{}</pre>\n", escape(&codecs.to_string()));
+    };
+    let mut out = String::from("<ol class=\"codecs\">");
+    for codec in codecs {
+        let name = codec["name"].as_str().or_else(|| codec["id"].as_str()).unwrap_or("?");
+        let configuration = match codec.get("configuration") {
+            Some(c) => c.to_string(),
+            None => {
+                let mut rest = codec.clone();
+                if let Some(map) = rest.as_object_mut() {
+                    map.remove("name");
+                    map.remove("id");
+                }
+                if rest.as_object().is_some_and(|m| m.is_empty()) {
+                    String::new()
+                } else {
+                    rest.to_string()
+                }
+            }
+        };
+        let _ = write!(out, "<li><code>{}</code> {}</li>", escape(name), escape(&configuration));
+    }
+    out.push_str("</ol>\n");
+    out
+}
+
+/// The preview section: controls, the picture, and how to fetch it.
+async fn preview(
+    dataset: &Dataset,
+    path: &str,
+    shape: &[u64],
+    names: &[Option<String>],
+    data_type: &str,
+    origin: &str,
+) -> String {
+    let rank = shape.len();
+    let (height, width) = (shape[rank - 2], shape[rank - 1]);
+    let factor = |n: u64| n.div_ceil(PREVIEW_SIDE).max(1);
+    let (fy, fx) = (factor(height), factor(width));
+    // Shown at most PREVIEW_SIDE on its longer side, small arrays enlarged.
+    let scale = PREVIEW_SIDE as f64 / height.max(width) as f64;
+    let (show_w, show_h) = (
+        ((width as f64 * scale).round() as u64).max(1),
+        ((height as f64 * scale).round() as u64).max(1),
+    );
+    let labels = picker_labels(dataset, path, shape, names).await;
+    let api = format!("/v1/datasets/{}/data/{}", url_path(&dataset.name), url_path(path));
+    let mut controls = String::new();
+    for d in 0..rank - 2 {
+        let name = names
+            .get(d)
+            .cloned()
+            .flatten()
+            .unwrap_or_else(|| format!("dimension {d}"));
+        let _ = write!(
+            controls,
+            "<div class=\"control\"><label for=\"dim-{d}\">{} (index, 0 to {})</label>\
+             <input type=\"range\" id=\"dim-{d}\" data-dim=\"{d}\" min=\"0\" max=\"{}\" value=\"0\" step=\"1\">\
+             <output id=\"dim-{d}-value\" for=\"dim-{d}\">0</output>",
+            escape(&name),
+            shape[d] - 1,
+            shape[d] - 1,
+        );
+        if let Some(labels) = &labels[d] {
+            let _ = write!(
+                controls,
+                "<label for=\"dim-{d}-label\">{} (label)</label><select id=\"dim-{d}-label\" data-label-for=\"{d}\">",
+                escape(&name)
+            );
+            for (i, label) in labels.iter().enumerate() {
+                let _ = write!(controls, "<option value=\"{i}\">{}</option>", escape(label));
+            }
+            controls.push_str("</select>");
+        }
+        controls.push_str("</div>\n");
+    }
+    let mut options = String::new();
+    for name in COLORMAPS {
+        let _ = write!(options, "<option value=\"{name}\">{name}</option>");
+    }
+    let select = std::iter::repeat_n("0", rank - 2)
+        .chain([":", ":"])
+        .collect::<Vec<_>>()
+        .join(",");
+    let coarsen = if fy > 1 || fx > 1 {
+        format!("&coarsen={fy},{fx}")
+    } else {
+        String::new()
+    };
+    let src = format!("{api}?select={select}{coarsen}&format=png&colormap={}", COLORMAPS[0]);
+    let curl = format!("curl -o preview.png '{origin}{src}'");
+    let python = python_snippet(origin, &api, &select, data_type);
+    format!(
+        "<section id=\"preview\" aria-labelledby=\"preview-title\" data-api=\"{api}\" data-path=\"{path_attr}\" \
+         data-dtype=\"{data_type}\" data-coarsen=\"{coarsen_factors}\">\n<h2 id=\"preview-title\">Preview</h2>\n\
+         <form id=\"controls\" class=\"controls\">\n{controls}\
+         <div class=\"control\"><label for=\"colormap\">Colormap</label><select id=\"colormap\">{options}</select></div>\n\
+         <div class=\"control\"><label for=\"rescale-lo\">Rescale from</label>\
+         <input type=\"number\" id=\"rescale-lo\" step=\"any\" placeholder=\"auto\">\
+         <label for=\"rescale-hi\">to</label><input type=\"number\" id=\"rescale-hi\" step=\"any\" placeholder=\"auto\"></div>\n\
+         </form>\n<figure>\n<img id=\"preview-img\" src=\"{src_attr}\" width=\"{show_w}\" height=\"{show_h}\" \
+         alt=\"{alt}\">\n<figcaption id=\"preview-caption\">{caption}</figcaption>\n</figure>\n\
+         <h3>Fetch what is shown</h3>\n<p>The picture:</p>\n<pre><code id=\"curl\">{curl}</code></pre>\n\
+         <p>The values of this slice, with Python:</p>\n<pre><code id=\"python\">{python}</code></pre>\n</section>\n",
+        api = escape(&api),
+        path_attr = escape(path),
+        data_type = escape(data_type),
+        coarsen_factors = if fy > 1 || fx > 1 { format!("{fy},{fx}") } else { String::new() },
+        src_attr = escape(&src),
+        alt = escape(&format!("{path}[{select}] drawn with viridis")),
+        caption = escape(&format!(
+            "select={select}{}; transparent: NaN",
+            if coarsen.is_empty() { String::new() } else { format!(", block means of {fy}×{fx}") }
+        )),
+        curl = escape(&curl),
+        python = escape(&python),
+    )
+}
+
+/// The labels of each dimension with a coordinate of at most
+/// [`MAX_PICKER_LABELS`] labels.
+async fn picker_labels(
+    dataset: &Dataset,
+    path: &str,
+    shape: &[u64],
+    names: &[Option<String>],
+) -> Vec<Option<Vec<String>>> {
+    let mut out = vec![None; shape.len()];
+    let Ok(plan) = dataset.plan_read(path, &Selection::default()).await else {
+        return out;
+    };
+    let Ok((_, coords)) = dataset.result_coords(&plan).await else {
+        return out;
+    };
+    for (d, &len) in shape.iter().enumerate() {
+        let Some(name) = names.get(d).cloned().flatten() else {
+            continue;
+        };
+        if len > MAX_PICKER_LABELS {
+            continue;
+        }
+        if let Some(Value::Array(labels)) = coords.get(&name) {
+            out[d] = Some(labels.iter().map(value_text).collect());
+        }
+    }
+    out
+}
+
+fn python_snippet(origin: &str, api: &str, select: &str, data_type: &str) -> String {
+    format!(
+        "import io\nimport numpy as np\nimport requests\n\n\
+         r = requests.get(\"{origin}{api}\", params={{\"select\": \"{select}\", \"format\": \"npy\"}})\n\
+         r.raise_for_status()\na = np.load(io.BytesIO(r.content))  # {data_type}\nprint(a.shape, np.nanmin(a), np.nanmax(a))"
+    )
+}
+
+/// The first values of a 0-d or 1-D array, with their coordinate labels.
+async fn values_table(dataset: &Dataset, path: &str, shape: &[u64], names: &[Option<String>]) -> String {
+    let selection = match shape.first() {
+        Some(&n) => format!("0:{}", n.min(TABLE_VALUES)),
+        None => String::new(),
+    };
+    let read = async {
+        let query = ReadQuery {
+            selection: Selection::parse(&selection)?,
+            ..ReadQuery::default()
+        };
+        let plan = dataset.plan_query(path, &query).await?;
+        let (data, _) = dataset.read_all(&plan).await?;
+        let labels = dataset.result_coords(&plan).await?;
+        let text = json_body(plan.data_type(), &plan.output_shape(), &data, Some(&labels))
+            .map_err(|reason| crate::engine::Error::corrupt(path.to_string(), reason))?;
+        Ok::<Value, crate::engine::Error>(serde_json::from_str(&text).expect("a JSON document"))
+    };
+    let body = match read.await {
+        Ok(body) => body,
+        Err(e) => return format!("<h2>Values</h2>\n<p class=\"error\">{}</p>\n", escape(&e.to_string())),
+    };
+    let name = names.first().cloned().flatten();
+    let coords = name
+        .as_ref()
+        .and_then(|n| body["coords"].get(n))
+        .and_then(Value::as_array);
+    let values: Vec<Value> = match &body["data"] {
+        Value::Array(items) => items.clone(),
+        scalar => vec![scalar.clone()],
+    };
+    let label_head = if coords.is_some() {
+        "<th scope=\"col\">Label</th>"
+    } else {
+        ""
+    };
+    let mut rows = String::new();
+    for (i, value) in values.iter().enumerate() {
+        let label = coords
+            .and_then(|c| c.get(i))
+            .map(|l| format!("<td>{}</td>", escape(&value_text(l))))
+            .unwrap_or_default();
+        let _ = writeln!(
+            rows,
+            "<tr><td>{i}</td>{label}<td>{}</td></tr>",
+            escape(&value_text(value))
+        );
+    }
+    let caption = match shape.first() {
+        Some(&n) if n > TABLE_VALUES => format!("The first {TABLE_VALUES} of {n} values"),
+        Some(&n) => format!("All {n} values"),
+        None => "The value".to_string(),
+    };
+    format!(
+        "<section aria-labelledby=\"values\"><h2 id=\"values\">Values</h2>\n<table id=\"values-table\">\n\
+         <caption>{caption}</caption>\n<thead><tr><th scope=\"col\">Index</th>{label_head}\
+         <th scope=\"col\">Value</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n</section>\n"
+    )
+}
+
+/// Links to the same node in the API.
+fn api_links(ds: &str, path: &str, array: bool) -> String {
+    let (ds, path) = (url_path(ds), url_path(path));
+    let node = if path.is_empty() {
+        format!("/v1/datasets/{ds}/nodes")
+    } else {
+        format!("/v1/datasets/{ds}/nodes/{path}")
+    };
+    let mut links = format!("<li><a href=\"{}\">Node document (JSON)</a></li>", escape(&node));
+    if array {
+        let zarr = format!("/v1/datasets/{ds}/zarr/{path}/zarr.json");
+        let _ = write!(links, "<li><a href=\"{}\">Stored metadata</a></li>", escape(&zarr));
+    }
+    format!("<h2>In the API</h2>\n<ul class=\"links\">{links}</ul>\n")
+}
+
+/// `[64, 256, 256]` as `64 × 256 × 256` (`()` for 0-d, `—` when absent).
+fn shape_text(shape: &Value) -> String {
+    match shape.as_array() {
+        Some(dims) if dims.is_empty() => "() (0-d)".into(),
+        Some(dims) => dims.iter().map(value_text).collect::<Vec<_>>().join(" × "),
+        None => "—".into(),
+    }
+}
+
+/// A JSON value as plain text: strings unquoted.
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// The scheme and host the browser used, for commands to copy.
+fn origin(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)))
+        .unwrap_or("127.0.0.1:8080");
+    let scheme = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .filter(|p| *p == "https")
+        .unwrap_or("http");
+    format!("{scheme}://{host}")
+}
+
+fn html_response(body: String) -> Response {
+    let mut response = (StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    response
+}
+
+/// The built-in assets.
+async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {
+    let (body, content_type): (&'static str, &'static str) = match file.as_str() {
+        "explorer.js" => (include_str!("assets/explorer.js"), "text/javascript; charset=utf-8"),
+        "explorer.css" => (include_str!("assets/explorer.css"), "text/css; charset=utf-8"),
+        "favicon.svg" => (include_str!("assets/favicon.svg"), "image/svg+xml"),
+        other => return Err(ApiError::NotFound(format!("no explorer asset named '{other}'"))),
+    };
+    let mut response = (StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    Ok(response)
+}
+
+async fn favicon() -> Result<Response, ApiError> {
+    asset(Path("favicon.svg".to_string())).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn breadcrumbs_link_every_ancestor() {
+        let crumbs = breadcrumb("ds", "a/b/c");
+        let texts: Vec<&str> = crumbs.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(texts, ["Datasets", "ds", "a", "b", "c"]);
+        assert_eq!(crumbs[3].1.as_deref(), Some("/explore/ds/a/b"));
+        assert_eq!(crumbs[4].1, None);
+        assert_eq!(breadcrumb("ds", "")[1].1, None);
+    }
+
+    #[test]
+    fn shapes_and_origins() {
+        assert_eq!(shape_text(&serde_json::json!([64, 256, 256])), "64 × 256 × 256");
+        assert_eq!(shape_text(&serde_json::json!([])), "() (0-d)");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("example.org:8080"));
+        assert_eq!(origin(&headers), "http://example.org:8080");
+        headers.insert(header::HOST, HeaderValue::from_static("evil'host"));
+        assert_eq!(origin(&headers), "http://127.0.0.1:8080");
+    }
+}

@@ -1,0 +1,206 @@
+"""The explorer (contract 2.7) in a real headless Chromium, driven by
+selenium: every node of the sample datasets reachable from `/` by links,
+metadata as visible text, the preview loads and follows its controls, the
+curl command shown fetches the picture shown, no console errors.
+
+Needs Debian's chromium and chromium-driver (scripts/ci/setup.sh installs
+them). A screenshot of an array page goes to $ZS_ARTIFACTS (default
+artifacts/ in the repository).
+
+    TEST_SERVER_URL=http://127.0.0.1:8080 pytest tests/python/test_explorer_browser.py
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import requests
+from PIL import Image
+
+from common import BASE_URL, REPO_ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+SAMPLE_DATASETS = ["sample", "stations"]
+ARTIFACTS = Path(os.environ.get("ZS_ARTIFACTS", REPO_ROOT / "artifacts"))
+
+if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+    if os.environ.get("CI"):
+        raise RuntimeError("chromium and chromedriver are needed: run scripts/ci/setup.sh")
+    pytest.skip("no chromium/chromedriver here (scripts/ci/setup.sh installs them)", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="zs-chromium-")
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-quic", "--no-first-run", "--window-size=1280,1400", f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def console_errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def open_page(driver, path: str):
+    driver.get(BASE_URL + path)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    errors = console_errors(driver)
+    assert not errors, f"console errors on {path}: {errors}"
+
+
+def links(driver) -> list[str]:
+    return driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
+
+
+def api_nodes(ds: str) -> set[str]:
+    """Every node of a dataset, walked through the API."""
+    found, todo = set(), [""]
+    while todo:
+        path = todo.pop()
+        doc = requests.get(f"{BASE_URL}/v1/datasets/{ds}/nodes/{path}", timeout=30).json()
+        found.add(path)
+        for child in doc.get("children", []):
+            todo.append(child["path"].lstrip("/"))
+    return found
+
+
+def wait_for_picture(driver, contains: str):
+    def loaded(d):
+        return d.execute_script(
+            "const i = document.getElementById('preview-img');"
+            "return i.complete && i.naturalWidth > 0 && i.currentSrc.includes(arguments[0]);", contains)
+    WebDriverWait(driver, 30).until(loaded)
+
+
+def picture_src(driver) -> str:
+    return driver.execute_script("return document.getElementById('preview-img').currentSrc")
+
+
+def test_every_sample_node_is_reachable_by_links(browser):
+    reached: dict[str, set[str]] = {ds: set() for ds in SAMPLE_DATASETS}
+    seen, todo = set(), ["/"]
+    while todo:
+        page = todo.pop()
+        if page in seen:
+            continue
+        seen.add(page)
+        open_page(browser, page)
+        for href in links(browser):
+            parts = href.split("/")
+            if not href.startswith("/explore/") or parts[2] not in SAMPLE_DATASETS:
+                continue
+            reached[parts[2]].add("/".join(parts[3:]))
+            todo.append(href)
+    for ds in SAMPLE_DATASETS:
+        assert api_nodes(ds) == reached[ds] | {""}, ds
+
+
+def test_root_is_the_explorer_for_browsers_only():
+    html = requests.get(BASE_URL + "/", headers={"Accept": "text/html"}, timeout=30)
+    assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in html.headers["content-security-policy"]
+    other = requests.get(BASE_URL + "/", timeout=30)
+    assert other.status_code == 404 and other.headers["content-type"] == "application/problem+json"
+
+
+def test_array_page_shows_metadata_and_a_preview_that_follows_the_controls(browser):
+    open_page(browser, "/explore/sample/temperature")
+    text = browser.find_element(By.TAG_NAME, "main").text
+    for shown in ["64 × 256 × 256", "float32", "16 × 128 × 128", "4 × 32 × 32", "time, y, x",
+                  "air temperature", "sharding_indexed", "zstd"]:
+        assert shown in text, shown
+    # Every control is labelled.
+    unlabelled = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#controls input, #controls select'))"
+        ".filter(c => !document.querySelector('label[for=\"' + c.id + '\"]')).map(c => c.id)")
+    assert unlabelled == []
+    wait_for_picture(browser, "select=0,:,:")
+    first = picture_src(browser)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "explorer-array.png"))
+    # The time slider, by keyboard: three steps right.
+    slider = browser.find_element(By.ID, "dim-0")
+    slider.send_keys(Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
+    wait_for_picture(browser, "select=3,:,:")
+    moved = picture_src(browser)
+    assert browser.find_element(By.ID, "dim-0-value").text == "3"
+    a = requests.get(first, timeout=30).content
+    b = requests.get(moved, timeout=30).content
+    assert Image.open(io.BytesIO(a)).size == Image.open(io.BytesIO(b)).size == (256, 256)
+    assert a != b, "moving the slider changes the picture"
+    # Colormap and rescale.
+    Select(browser.find_element(By.ID, "colormap")).select_by_value("magma")
+    browser.find_element(By.ID, "rescale-lo").send_keys("250", Keys.TAB)
+    browser.find_element(By.ID, "rescale-hi").send_keys("300", Keys.TAB)
+    wait_for_picture(browser, "rescale=250,300")
+    shown = picture_src(browser)
+    query = parse_qs(urlparse(shown).query)
+    assert query["colormap"] == ["magma"] and query["select"] == ["3,:,:"]
+    # The curl command fetches exactly the picture shown.
+    command = shlex.split(browser.find_element(By.ID, "curl").text)
+    assert command[:3] == ["curl", "-o", "preview.png"]
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(command, cwd=tmp, check=True, timeout=60)
+        fetched = (Path(tmp) / "preview.png").read_bytes()
+    assert fetched == requests.get(shown, timeout=30).content
+    size = browser.execute_script(
+        "const i = document.getElementById('preview-img'); return [i.naturalWidth, i.naturalHeight]")
+    assert list(Image.open(io.BytesIO(fetched)).size) == size
+    # The Python snippet names the same slice.
+    assert "\"select\": \"3,:,:\"" in browser.find_element(By.ID, "python").text
+    assert not console_errors(browser)
+
+
+def test_label_picker_moves_the_slider(browser):
+    open_page(browser, "/explore/fixtures/xarray_grid/t2m")
+    picker = Select(browser.find_element(By.ID, "dim-0-label"))
+    labels = [o.text for o in picker.options]
+    times = requests.get(f"{BASE_URL}/v1/datasets/fixtures/data/xarray_grid/t2m?select=:,0,0&format=json",
+                         timeout=30).json()["coords"]["time"]
+    assert labels == times
+    picker.select_by_index(2)
+    wait_for_picture(browser, "select=2,:,:")
+    assert browser.find_element(By.ID, "dim-0").get_attribute("value") == "2"
+    assert not console_errors(browser)
+
+
+def test_large_arrays_are_coarsened_to_fit(browser):
+    open_page(browser, "/explore/sample/mask")
+    wait_for_picture(browser, "format=png")
+    # 256 × 256 fits: drawn whole, no coarsening.
+    assert "coarsen" not in picture_src(browser)
+
+
+def test_one_dimensional_arrays_show_their_first_values(browser):
+    open_page(browser, "/explore/sample/labels/names")
+    table = browser.find_element(By.ID, "values-table").text
+    names = requests.get(f"{BASE_URL}/v1/datasets/sample/data/labels/names", timeout=30).json()["data"]
+    for name in names:
+        assert name in table
+    open_page(browser, "/explore/stations/time")
+    table = browser.find_element(By.ID, "values-table").text
+    assert "2020-01-01" in table

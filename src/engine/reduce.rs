@@ -303,63 +303,139 @@ impl Cells {
         }
     }
 
+    /// Fold one value into the minimum or maximum of `cell` (NaN skipped).
     #[inline]
-    fn add_float(&mut self, cell: usize, v: f64) {
+    fn add_extreme(&mut self, cell: usize, v: f64) {
         if v.is_nan() {
             return;
         }
         self.count[cell] += 1;
+        // The cell starts NaN: the first value always replaces it.
+        let replace = match self.op {
+            Op::Min => self.a[cell].is_nan() || v < self.a[cell],
+            _ => self.a[cell].is_nan() || v > self.a[cell],
+        };
+        if replace {
+            self.a[cell] = v;
+        }
+    }
+
+    /// Fold a run of real values (at most [`PIECE`]) into `cell`: NaN
+    /// skipped, the run summed in four lanes and added compensated, its
+    /// spread merged by Chan's formula.
+    fn add_floats(&mut self, cell: usize, values: impl ExactSizeIterator<Item = f64> + Clone) {
         match self.op {
-            Op::Count => {}
-            // The cell starts NaN: the first value always replaces it.
-            Op::Min => {
-                if self.a[cell].is_nan() || v < self.a[cell] {
-                    self.a[cell] = v;
-                }
-            }
-            Op::Max => {
-                if self.a[cell].is_nan() || v > self.a[cell] {
-                    self.a[cell] = v;
+            Op::Count => self.count[cell] += values.filter(|v| !v.is_nan()).count() as u64,
+            Op::Min | Op::Max => {
+                for v in values {
+                    self.add_extreme(cell, v);
                 }
             }
             Op::Sum | Op::Mean => {
-                let (s, c) = (self.a[cell], self.b[cell]);
-                let t = s + v;
-                // No compensation past infinity (inf - inf would make it NaN).
-                if t.is_finite() {
-                    self.b[cell] = if s.abs() >= v.abs() {
-                        c + ((s - t) + v)
-                    } else {
-                        c + ((v - t) + s)
-                    };
+                let (sum, n) = lane_sum(values);
+                self.count[cell] += n;
+                self.add_sum(cell, sum);
+            }
+            // Single values (a run across the reduced dimensions is often
+            // one element): Welford's update, as NumPy's two passes would
+            // overflow on the same extreme values.
+            Op::Std if values.len() == 1 => {
+                for v in values.filter(|v| !v.is_nan()) {
+                    self.add_welford(cell, v);
                 }
-                self.a[cell] = t;
             }
             Op::Std => {
-                let n = self.count[cell] as f64;
-                let delta = v - self.a[cell];
-                self.a[cell] += delta / n;
-                self.b[cell] += delta * (v - self.a[cell]);
+                let (sum, n) = lane_sum(values.clone());
+                if n == 0 {
+                    return;
+                }
+                let mean = sum / n as f64;
+                let m2: f64 = values.filter(|v| !v.is_nan()).map(|v| (v - mean) * (v - mean)).sum();
+                self.merge_spread(cell, n, mean, m2);
             }
         }
     }
 
-    #[inline]
-    fn add_int(&mut self, cell: usize, v: i128) {
-        self.count[cell] += 1;
+    /// Fold a run of integers (at most [`PIECE`], so an `i64` sum of
+    /// 32-bit values cannot overflow) into `cell`.
+    fn add_ints<A>(&mut self, cell: usize, values: impl ExactSizeIterator<Item = A> + Clone)
+    where
+        A: Copy + Ord + std::iter::Sum<A> + Into<i128>,
+    {
         match self.op {
-            Op::Count => {}
-            Op::Min => self.int[cell] = self.int[cell].min(v),
-            Op::Max => self.int[cell] = self.int[cell].max(v),
-            Op::Sum | Op::Mean => self.int[cell] = self.int[cell].wrapping_add(v),
+            Op::Count => self.count[cell] += values.len() as u64,
+            Op::Min => {
+                if let Some(m) = values.clone().min() {
+                    self.count[cell] += values.len() as u64;
+                    self.int[cell] = self.int[cell].min(m.into());
+                }
+            }
+            Op::Max => {
+                if let Some(m) = values.clone().max() {
+                    self.count[cell] += values.len() as u64;
+                    self.int[cell] = self.int[cell].max(m.into());
+                }
+            }
+            Op::Sum | Op::Mean => {
+                self.count[cell] += values.len() as u64;
+                let sum: A = values.sum();
+                self.int[cell] = self.int[cell].wrapping_add(sum.into());
+            }
+            Op::Std if values.len() == 1 => {
+                for v in values {
+                    self.add_welford(cell, v.into() as f64);
+                }
+            }
             Op::Std => {
-                let v = v as f64;
-                let n = self.count[cell] as f64;
-                let delta = v - self.a[cell];
-                self.a[cell] += delta / n;
-                self.b[cell] += delta * (v - self.a[cell]);
+                let n = values.len() as u64;
+                if n == 0 {
+                    return;
+                }
+                let mean = values.clone().map(|v| v.into() as f64).sum::<f64>() / n as f64;
+                let m2: f64 = values.map(|v| (v.into() as f64 - mean).powi(2)).sum();
+                self.merge_spread(cell, n, mean, m2);
             }
         }
+    }
+
+    /// Welford's update of `cell` with one value.
+    fn add_welford(&mut self, cell: usize, v: f64) {
+        self.count[cell] += 1;
+        let n = self.count[cell] as f64;
+        let delta = v - self.a[cell];
+        self.a[cell] += delta / n;
+        self.b[cell] += delta * (v - self.a[cell]);
+    }
+
+    /// Add `v` to the Neumaier sum of `cell`.
+    fn add_sum(&mut self, cell: usize, v: f64) {
+        let (s, c) = (self.a[cell], self.b[cell]);
+        let t = s + v;
+        // No compensation past infinity (inf - inf would make it NaN).
+        if t.is_finite() {
+            self.b[cell] = if s.abs() >= v.abs() {
+                c + ((s - t) + v)
+            } else {
+                c + ((v - t) + s)
+            };
+        }
+        self.a[cell] = t;
+    }
+
+    /// Merge `n` values of mean `mean` and squared deviations `m2` into the
+    /// Welford state of `cell` (Chan, Golub and LeVeque).
+    fn merge_spread(&mut self, cell: usize, n: u64, mean: f64, m2: f64) {
+        let had = self.count[cell];
+        if had == 0 {
+            // Not merged: delta² of extreme values would overflow, times 0.
+            (self.count[cell], self.a[cell], self.b[cell]) = (n, mean, m2);
+            return;
+        }
+        let total = had + n;
+        let delta = mean - self.a[cell];
+        self.a[cell] += delta * (n as f64 / total as f64);
+        self.b[cell] += m2 + delta * delta * (had as f64 * n as f64 / total as f64);
+        self.count[cell] = total;
     }
 
     /// The output elements, little-endian `out_type`.
@@ -403,6 +479,19 @@ impl Cells {
         }
         Ok(out)
     }
+}
+
+/// The sum of the non-NaN values in four lanes (a run is short, so plain
+/// float64 sums lose nothing that matters), and their number.
+fn lane_sum(values: impl Iterator<Item = f64>) -> (f64, u64) {
+    let mut lanes = [0.0f64; 4];
+    let mut n = 0u64;
+    for (i, v) in values.enumerate() {
+        let ok = !v.is_nan();
+        lanes[i & 3] += if ok { v } else { 0.0 };
+        n += u64::from(ok);
+    }
+    ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), n)
 }
 
 /// A Neumaier sum and its compensation (an infinite sum stays as it is).
@@ -472,50 +561,64 @@ impl Folder {
     /// Fold a slab: the result's elements whose first `slab_dim` index runs
     /// from `start` (C order over `shape`, the slab's extent in result dims).
     fn fold(&mut self, data: &[u8], shape: &[u64], slab_dim: Option<usize>, start: u64) {
-        macro_rules! go {
-            ($t:ty, $conv:expr, $add:ident) => {{
-                let size = std::mem::size_of::<$t>();
-                self.walk(shape, slab_dim, start, |cells, cell, i| {
-                    let b = &data[i * size..(i + 1) * size];
-                    let v = <$t>::from_le_bytes(b.try_into().expect("element size"));
-                    cells.$add(cell, $conv(v));
+        macro_rules! ints {
+            ($t:ty, $acc:ty) => {{
+                const SIZE: usize = std::mem::size_of::<$t>();
+                self.walk(shape, slab_dim, start, |cells, cell, run| {
+                    let bytes = &data[run.start * SIZE..run.end * SIZE];
+                    let values = bytes
+                        .chunks_exact(SIZE)
+                        .map(|b| <$acc>::from(<$t>::from_le_bytes(b.try_into().expect("element size"))));
+                    cells.add_ints(cell, values);
+                });
+            }};
+        }
+        macro_rules! floats {
+            ($t:ty, $conv:expr) => {{
+                const SIZE: usize = std::mem::size_of::<$t>();
+                self.walk(shape, slab_dim, start, |cells, cell, run| {
+                    let bytes = &data[run.start * SIZE..run.end * SIZE];
+                    let values = bytes
+                        .chunks_exact(SIZE)
+                        .map(|b| $conv(<$t>::from_le_bytes(b.try_into().expect("element size"))));
+                    cells.add_floats(cell, values);
                 });
             }};
         }
         match self.input {
-            DataType::Bool => self.walk(shape, slab_dim, start, |c, cell, i| {
-                c.add_int(cell, i128::from(data[i] != 0))
+            DataType::Bool => self.walk(shape, slab_dim, start, |cells, cell, run| {
+                cells.add_ints(cell, data[run].iter().map(|b| i64::from(*b != 0)));
             }),
-            DataType::Int8 => go!(i8, i128::from, add_int),
-            DataType::Int16 => go!(i16, i128::from, add_int),
-            DataType::Int32 => go!(i32, i128::from, add_int),
-            DataType::Int64 => go!(i64, i128::from, add_int),
-            DataType::UInt8 => go!(u8, i128::from, add_int),
-            DataType::UInt16 => go!(u16, i128::from, add_int),
-            DataType::UInt32 => go!(u32, i128::from, add_int),
-            DataType::UInt64 => go!(u64, i128::from, add_int),
-            DataType::Float16 => go!(half::f16, |v: half::f16| v.to_f64(), add_float),
-            DataType::Float32 => go!(f32, f64::from, add_float),
-            DataType::Float64 => go!(f64, |v| v, add_float),
+            DataType::Int8 => ints!(i8, i64),
+            DataType::Int16 => ints!(i16, i64),
+            DataType::Int32 => ints!(i32, i64),
+            DataType::Int64 => ints!(i64, i128),
+            DataType::UInt8 => ints!(u8, i64),
+            DataType::UInt16 => ints!(u16, i64),
+            DataType::UInt32 => ints!(u32, i64),
+            DataType::UInt64 => ints!(u64, i128),
+            DataType::Float16 => floats!(half::f16, |v: half::f16| v.to_f64()),
+            DataType::Float32 => floats!(f32, f64::from),
+            DataType::Float64 => floats!(f64, |v: f64| v),
             _ => unreachable!("checked by output_type"),
         }
     }
 
-    /// Visit every element of the slab inside the trimmed extent with its
-    /// output cell and element index.
+    /// Visit the elements of the slab inside the trimmed extent as runs of
+    /// consecutive elements (at most [`PIECE`]) that share an output cell.
     fn walk(
         &mut self,
         shape: &[u64],
         slab_dim: Option<usize>,
         start: u64,
-        mut visit: impl FnMut(&mut Cells, usize, usize),
+        mut visit: impl FnMut(&mut Cells, usize, std::ops::Range<usize>),
     ) {
         let rank = shape.len();
         if shape.contains(&0) {
             return;
         }
         if rank == 0 {
-            visit(&mut self.cells, 0, 0);
+            visit(&mut self.cells, 0, 0..1);
             return;
         }
         let blocks = &self.reduction.blocks;
@@ -523,6 +626,7 @@ impl Folder {
         let cell_of = |d: usize, i: u64, strides: &[u64]| (offset(d, i) / blocks[d]) * strides[d];
         let last = rank - 1;
         let row = shape[last];
+        let (first, block, step) = (offset(last, 0), blocks[last], self.out_strides[last]);
         let mut index = vec![0u64; rank];
         let mut element = 0usize;
         loop {
@@ -530,10 +634,23 @@ impl Folder {
             let inside = (0..last).all(|d| offset(d, index[d]) < self.limits[d]);
             if inside {
                 let base: u64 = (0..last).map(|d| cell_of(d, index[d], &self.out_strides)).sum();
-                let end = row.min(self.limits[last].saturating_sub(offset(last, 0)));
-                for j in 0..end {
-                    let cell = base + cell_of(last, j, &self.out_strides);
-                    visit(&mut self.cells, cell as usize, element + j as usize);
+                let end = row.min(self.limits[last].saturating_sub(first));
+                let mut j = 0;
+                while j < end {
+                    // A run: to the end of the row (the last dimension is
+                    // reduced) or of its block, at most PIECE elements.
+                    let cell = base + ((first + j) / block) * step;
+                    let run_end = match step {
+                        0 => end,
+                        _ => end.min(((first + j) / block + 1) * block - first),
+                    }
+                    .min(j + PIECE as u64);
+                    visit(
+                        &mut self.cells,
+                        cell as usize,
+                        element + j as usize..element + run_end as usize,
+                    );
+                    j = run_end;
                 }
             }
             element += row as usize;
@@ -553,6 +670,10 @@ impl Folder {
         }
     }
 }
+
+/// The longest run folded at once: float sums in plain float64 over it
+/// stay far within 1e-9, and an `i64` sum of 32-bit values cannot overflow.
+const PIECE: usize = 4096;
 
 impl Dataset {
     /// Read `plan` slab by slab (pinned to `versions`), folding each into
@@ -677,6 +798,53 @@ mod tests {
         assert_eq!(u64::from_le_bytes(out.try_into().unwrap()), 556);
         let out = reduce("max", Some(&["1"]), None, &[2, 2], DataType::UInt8, &data).unwrap();
         assert_eq!(out, [200, 255]);
+    }
+
+    /// Runs longer than a piece, blocks across piece boundaries, a slab
+    /// boundary inside a block: against the plain definitions.
+    #[test]
+    fn long_rows_fold_like_the_definitions() {
+        let (rows, cols) = (3usize, 9001usize);
+        let values: Vec<f64> = (0..rows * cols)
+            .map(|i| ((i * 7919) % 1013) as f64 * 0.37 - 150.0)
+            .map(|v| if v.abs() < 0.5 { f64::NAN } else { v })
+            .collect();
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let shape = [rows as u64, cols as u64];
+        let stats = |xs: Vec<f64>| {
+            let xs: Vec<f64> = xs.into_iter().filter(|v| !v.is_nan()).collect();
+            let n = xs.len() as f64;
+            let mean = xs.iter().sum::<f64>() / n;
+            let std = (xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+            (mean, std)
+        };
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        let (mean, std) = stats(values.clone());
+        let got = f64s(&reduce("mean", None, None, &shape, DataType::Float64, &data).unwrap());
+        assert!(close(got[0], mean), "{got:?} {mean}");
+        let got = f64s(&reduce("std", None, None, &shape, DataType::Float64, &data).unwrap());
+        assert!(close(got[0], std), "{got:?} {std}");
+        // Blocks of 3 rows x 1000 columns: the last partial block is trimmed.
+        let got = f64s(&reduce("std", None, Some(&["3", "1000"]), &shape, DataType::Float64, &data).unwrap());
+        assert_eq!(got.len(), 9);
+        for (b, g) in got.iter().enumerate() {
+            let block = (0..rows)
+                .flat_map(|r| values[r * cols + b * 1000..r * cols + (b + 1) * 1000].to_vec())
+                .collect();
+            assert!(close(*g, stats(block).1), "block {b}");
+        }
+        let ints: Vec<u8> = (0..rows * cols)
+            .flat_map(|i| ((i % 65_536) as u16).to_le_bytes())
+            .collect();
+        let got = reduce("sum", Some(&["1"]), None, &shape, DataType::UInt16, &ints).unwrap();
+        let want: Vec<u64> = (0..rows)
+            .map(|r| (r * cols..(r + 1) * cols).map(|i| (i % 65_536) as u64).sum())
+            .collect();
+        let got: Vec<u64> = got
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

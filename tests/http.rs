@@ -983,6 +983,11 @@ async fn pictures_are_limited_by_side_and_by_raster_bytes() {
     assert_eq!(get(&server, &format!("{url}?select=:,:16384")).await.status(), 200);
     let e = problem(get(&server, &format!("{url}?select=:,:16384&format=png")).await, 413).await;
     assert!(e["detail"].as_str().unwrap().contains("131072"), "{e}");
+    // A raster of exactly the limit (2 × 12,500 × 4 bytes) is drawn: the PNG
+    // around it may be larger.
+    let at_limit = get(&server, &format!("{url}?select=:,:12500&format=png")).await;
+    assert_eq!(at_limit.status(), 200);
+    assert!(at_limit.bytes().await.unwrap().len() > 100_000);
     let ok = get(&server, &format!("{url}?select=:,:12000&format=png")).await;
     assert_eq!(ok.status(), 200);
     assert_eq!(ok.headers()[header::CONTENT_TYPE], "image/png");
@@ -1007,7 +1012,16 @@ async fn explorer_pages_follow_accept_and_authentication() {
         }
         request.send()
     };
-    problem(get(&server, "/").await, 404).await;
+    let plain = get(&server, "/").await;
+    assert!(plain.headers()[header::VARY].to_str().unwrap().contains("accept"));
+    problem(plain, 404).await;
+    let post = client()
+        .post(server.url("/"))
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .unwrap();
+    problem(post, 404).await;
     let anonymous = html("/", None).await.unwrap();
     assert_eq!(anonymous.status(), 200);
     assert!(anonymous.headers()[header::CONTENT_SECURITY_POLICY]

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 import requests
@@ -110,13 +110,30 @@ def test_every_sample_node_is_reachable_by_links(browser):
         seen.add(page)
         open_page(browser, page)
         for href in links(browser):
-            parts = href.split("/")
+            parts = unquote(href).split("/")
             if not href.startswith("/explore/") or parts[2] not in SAMPLE_DATASETS:
                 continue
             reached[parts[2]].add("/".join(parts[3:]))
             todo.append(href)
     for ds in SAMPLE_DATASETS:
         assert api_nodes(ds) == reached[ds] | {""}, ds
+
+
+def test_every_fixture_page_answers():
+    """Every node of the fixture dataset (v2, 0-d, unreadable, odd names),
+    reached by the pages' links, answers 200 with HTML."""
+    import re
+    reached, todo = set(), ["/explore/fixtures"]
+    while todo:
+        page = todo.pop()
+        if page in reached:
+            continue
+        reached.add(page)
+        r = requests.get(BASE_URL + page, timeout=60)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), page
+        todo += [h for h in re.findall(r'href="(/explore/fixtures/[^"]*)"', r.text)]
+    want = {"/explore/fixtures" + ("/" + p if p else "") for p in api_nodes("fixtures")}
+    assert {unquote(p) for p in reached} == want
 
 
 def test_root_is_the_explorer_for_browsers_only():
@@ -156,10 +173,10 @@ def test_array_page_shows_metadata_and_a_preview_that_follows_the_controls(brows
     Select(browser.find_element(By.ID, "colormap")).select_by_value("magma")
     browser.find_element(By.ID, "rescale-lo").send_keys("250", Keys.TAB)
     browser.find_element(By.ID, "rescale-hi").send_keys("300", Keys.TAB)
-    wait_for_picture(browser, "rescale=250,300")
+    wait_for_picture(browser, "rescale=250%2C300")
     shown = picture_src(browser)
     query = parse_qs(urlparse(shown).query)
-    assert query["colormap"] == ["magma"] and query["select"] == ["3,:,:"]
+    assert query["colormap"] == ["magma"] and query["select"] == ["3,:,:"] and query["rescale"] == ["250,300"]
     # The curl command fetches exactly the picture shown.
     command = shlex.split(browser.find_element(By.ID, "curl").text)
     assert command[:3] == ["curl", "-o", "preview.png"]

@@ -50,8 +50,12 @@ def render(values: np.ndarray, colormap="gray", rescale=None, nodata=None) -> np
         lo, hi = (finite.min(), finite.max()) if finite.size else (0.0, 0.0)
     else:
         lo, hi = rescale
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.clip((v - lo) / (hi - lo), 0, 1) if hi > lo else np.zeros_like(v)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if not np.isfinite(hi - lo):  # bounds near ±MAX: halves do not overflow
+            t = (v / 2 - lo / 2) / (hi / 2 - lo / 2)
+        else:
+            t = (v - lo) / (hi - lo)
+        t = np.clip(t, 0, 1) if hi > lo else np.zeros_like(v)
     index = np.minimum(255, np.floor(256 * np.where(drawn, t, 0))).astype(int)
     table = matplotlib.colormaps[colormap].resampled(256)(np.arange(256), bytes=True)
     out = table[index].copy()
@@ -129,6 +133,9 @@ def test_nan_and_nodata_are_transparent_the_fill_value_is_not():
 def test_bool_draws_zero_and_one():
     entry = next(a for a in PLANES if a["path"] == "zarr_python/bool")
     values = expected(entry)
+    gray = pixels(get(entry["path"], {"format": "png"}))
+    assert (gray[values][:, :3] == 255).all() and (gray[~values][:, :3] == 0).all()
+    assert (gray[..., 3] == 255).all()
     got = pixels(get(entry["path"], {"format": "png", "nodata": "0"}))
     assert (got[..., 3] == np.where(values, 255, 0)).all()
     assert (got[values][:, :3] == 0).all(), "one value drawn: HI == LO gives colour index 0"
@@ -158,8 +165,13 @@ def test_accept_etag_head_and_cache():
     r = get(path, {}, headers={"Accept": "image/png", "Accept-Encoding": "identity"})
     assert r.headers["content-type"] == "image/png"
     etag = r.headers["etag"]
-    viridis = get(path, {"format": "png", "colormap": "viridis"})
-    assert viridis.headers["etag"] not in (etag, get(path, {"format": "binary"}).headers["etag"])
+    identity = {"Accept-Encoding": "identity"}
+    viridis = get(path, {"format": "png", "colormap": "viridis"}, headers=identity)
+    gray = get(path, {"format": "png"}, headers=identity)
+    assert gray.headers["etag"] == etag
+    assert viridis.headers["etag"] not in (etag, get(path, {"format": "binary"}, headers=identity).headers["etag"])
+    assert get(path, {"format": "png", "rescale": "0,1"}, headers=identity).headers["etag"] != etag
+    assert get(path, {"format": "png", "nodata": "0"}, headers=identity).headers["etag"] != etag
     assert get(path, {}, headers={"Accept": "image/png", "Accept-Encoding": "identity", "If-None-Match": etag}).status_code == 304
     head = requests.head(f"{DS_URL}/data/{path}", params={"format": "png"}, timeout=30,
                          headers={"Accept-Encoding": "identity"})

@@ -210,7 +210,11 @@ fn index(v: f64, lo: f64, hi: f64) -> u8 {
     if hi <= lo {
         return 0;
     }
-    let t = (v - lo) / (hi - lo);
+    let t = match hi - lo {
+        // Bounds near ±f64::MAX: their difference overflows, halves do not.
+        span if span.is_infinite() => (v / 2.0 - lo / 2.0) / (hi / 2.0 - lo / 2.0),
+        span => (v - lo) / span,
+    };
     // Infinite values or bounds: ∞/∞ is NaN; place it by which side it is on.
     let t = if t.is_nan() { f64::from(u8::from(v >= hi)) } else { t };
     // Non-negative, so the conversion truncates as floor would.

@@ -13,9 +13,10 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
+use axum::http::Method;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::Router;
 use futures::StreamExt;
 use serde_json::Value;
@@ -31,6 +32,11 @@ use crate::engine::{Dataset, ReadQuery, Selection};
 const PREVIEW_SIDE: u64 = 512;
 /// A dimension gets a label picker when its coordinate has at most this many labels.
 const MAX_PICKER_LABELS: u64 = 2000;
+/// A group page describes at most this many children (type, shape, data type).
+const MAX_DESCRIBED: usize = 500;
+/// Above this many elements a preview picks every n-th element instead of
+/// averaging blocks (which would read the whole slice).
+const MAX_AVERAGED: u64 = 1 << 24;
 /// How many values the table of a 0-d or 1-D array shows.
 const TABLE_VALUES: u64 = 100;
 const COLORMAPS: [&str; 9] = [
@@ -46,7 +52,7 @@ const CSP: &str = "default-src 'self'; img-src 'self' data: blob:; style-src 'se
 /// The explorer's routes.
 pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new()
-        .route("/", get(index))
+        .route("/", any(index))
         .route("/explore", get(datasets_page))
         .route("/explore/", get(datasets_page))
         .route("/explore/{ds}", get(root_page))
@@ -58,15 +64,20 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
 
 /// `GET /`: the explorer for a browser (`Accept: text/html`); other
 /// clients get what they always got, a 404 naming the API description.
-async fn index(state: State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
+async fn index(state: State<Arc<AppState>>, method: Method, headers: HeaderMap) -> Response {
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept_items(accept).any(|(media, q)| q > 0.0 && media == "text/html"));
-    if !wants_html {
-        return Err(ApiError::NotFound("no such route; see /openapi.yaml".into()));
-    }
-    datasets_page(state, headers).await
+    let mut response = match (wants_html, method) {
+        (true, Method::GET) => datasets_page(state, headers).await.into_response(),
+        _ => ApiError::NotFound("no such route; see /openapi.yaml".into()).into_response(),
+    };
+    // The answer depends on Accept: caches must keep them apart.
+    response
+        .headers_mut()
+        .append(header::VARY, HeaderValue::from_static("accept"));
+    response
 }
 
 /// The datasets this request may read.
@@ -154,26 +165,39 @@ async fn group_main(dataset: &Dataset, path: &str, doc: &Value) -> Result<String
                 .collect()
         })
         .unwrap_or_default();
-    let paths: Vec<String> = children.iter().map(|(_, child)| child.clone()).collect();
+    // Beyond MAX_DESCRIBED children, the listing's node type alone.
+    let paths: Vec<String> = children
+        .iter()
+        .take(MAX_DESCRIBED)
+        .map(|(_, child)| child.clone())
+        .collect();
     let docs: Vec<Result<Value, ApiError>> = futures::stream::iter(paths)
         .map(|child| async move { document(dataset, &child).await })
         .buffered(16)
         .collect()
         .await;
     let mut rows = String::new();
-    for ((name, child), doc) in children.iter().zip(docs) {
+    let listed_types: Vec<String> = doc["children"]
+        .as_array()
+        .map(|c| c.iter().map(|c| value_text(&c["node_type"])).collect())
+        .unwrap_or_default();
+    let docs = docs.into_iter().map(Some).chain(std::iter::repeat_with(|| None));
+    for (((name, child), doc), listed) in children.iter().zip(docs).zip(&listed_types) {
         let (kind, shape, data_type) = match &doc {
-            Ok(d) if d["node_type"] == "array" => (
-                if d["readable"] == false {
-                    "array (unreadable)"
-                } else {
-                    "array"
-                },
-                shape_text(&d["shape"]),
-                value_text(&d["data_type"]),
-            ),
-            Ok(_) => ("group", String::new(), String::new()),
-            Err(e) => ("unreadable", String::new(), e.to_string()),
+            None => (listed.as_str(), String::new(), String::new()),
+            Some(doc) => match doc {
+                Ok(d) if d["node_type"] == "array" => (
+                    if d["readable"] == false {
+                        "array (unreadable)"
+                    } else {
+                        "array"
+                    },
+                    shape_text(&d["shape"]),
+                    value_text(&d["data_type"]),
+                ),
+                Ok(_) => ("group", String::new(), String::new()),
+                Err(e) => ("unreadable", String::new(), e.to_string()),
+            },
         };
         let _ = writeln!(
             rows,
@@ -196,7 +220,7 @@ async fn group_main(dataset: &Dataset, path: &str, doc: &Value) -> Result<String
          <h2>Attributes</h2>\n<pre class=\"json\">{}</pre>\n{}",
         escape(&title),
         escape(&pretty(&doc["attributes"])),
-        api_links(&dataset.name, path, false),
+        api_links(&dataset.name, path, None),
     ))
 }
 
@@ -235,11 +259,11 @@ async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) ->
         "<h1>{} <span class=\"kind\">array</span></h1>\n<div class=\"array-layout\">\n\
          <section aria-labelledby=\"metadata\">\n<h2 id=\"metadata\">Metadata</h2>\n{}\
          <h3>Codecs</h3>\n{}<h3>Attributes</h3>\n<pre class=\"json\">{}</pre>\n{}</section>\n",
-        escape(path),
+        escape(if path.is_empty() { &dataset.name } else { path }),
         definitions(&items),
         codec_list(&doc["codecs"]),
         escape(&pretty(&doc["attributes"])),
-        api_links(&dataset.name, path, true),
+        api_links(&dataset.name, path, doc["zarr_format"].as_u64()),
     );
     let readable = doc["readable"] != false;
     let data_type = doc["data_type"].as_str().unwrap_or_default();
@@ -335,21 +359,32 @@ async fn preview(
     for name in COLORMAPS {
         let _ = write!(options, "<option value=\"{name}\">{name}</option>");
     }
-    let select = std::iter::repeat_n("0", rank - 2)
-        .chain([":", ":"])
+    // Shrunk by block means, or for a huge slice by taking every n-th
+    // element (a mean would read all of it on every page view).
+    let shrink = fy > 1 || fx > 1;
+    let strided = shrink && height * width > MAX_AVERAGED;
+    let tail = match strided {
+        true => format!("::{fy},::{fx}"),
+        false => ":,:".to_string(),
+    };
+    let select = std::iter::repeat_n("0".to_string(), rank - 2)
+        .chain([tail.clone()])
         .collect::<Vec<_>>()
         .join(",");
-    let coarsen = if fy > 1 || fx > 1 {
-        format!("&coarsen={fy},{fx}")
-    } else {
-        String::new()
+    let coarsen_factors = match shrink && !strided {
+        true => format!("{fy},{fx}"),
+        false => String::new(),
+    };
+    let coarsen = match coarsen_factors.as_str() {
+        "" => String::new(),
+        factors => format!("&coarsen={factors}"),
     };
     let src = format!("{api}?select={select}{coarsen}&format=png&colormap={}", COLORMAPS[0]);
     let curl = format!("curl -o preview.png '{origin}{src}'");
     let python = python_snippet(origin, &api, &select, data_type);
     format!(
         "<section id=\"preview\" aria-labelledby=\"preview-title\" data-api=\"{api}\" data-path=\"{path_attr}\" \
-         data-dtype=\"{data_type}\" data-coarsen=\"{coarsen_factors}\">\n<h2 id=\"preview-title\">Preview</h2>\n\
+         data-dtype=\"{data_type}\" data-coarsen=\"{coarsen_factors}\" data-tail=\"{tail_attr}\">\n<h2 id=\"preview-title\">Preview</h2>\n\
          <form id=\"controls\" class=\"controls\">\n{controls}\
          <div class=\"control\"><label for=\"colormap\">Colormap</label><select id=\"colormap\">{options}</select></div>\n\
          <div class=\"control\"><label for=\"rescale-lo\">Rescale from</label>\
@@ -362,12 +397,16 @@ async fn preview(
         api = escape(&api),
         path_attr = escape(path),
         data_type = escape(data_type),
-        coarsen_factors = if fy > 1 || fx > 1 { format!("{fy},{fx}") } else { String::new() },
+        tail_attr = escape(&tail),
         src_attr = escape(&src),
         alt = escape(&format!("{path}[{select}] drawn with viridis")),
         caption = escape(&format!(
             "select={select}{}; transparent: NaN",
-            if coarsen.is_empty() { String::new() } else { format!(", block means of {fy}×{fx}") }
+            match (coarsen.is_empty(), strided) {
+                (false, _) => format!(", block means of {fy}×{fx}"),
+                (true, true) => format!(", every {fy}th row and {fx}th column"),
+                (true, false) => String::new(),
+            }
         )),
         curl = escape(&curl),
         python = escape(&python),
@@ -471,17 +510,23 @@ async fn values_table(dataset: &Dataset, path: &str, shape: &[u64], names: &[Opt
     )
 }
 
-/// Links to the same node in the API.
-fn api_links(ds: &str, path: &str, array: bool) -> String {
+/// Links to the same node in the API; an array's stored metadata
+/// (`zarr.json`, or `.zarray` for Zarr v2) when `array_format` is given.
+fn api_links(ds: &str, path: &str, array_format: Option<u64>) -> String {
     let (ds, path) = (url_path(ds), url_path(path));
-    let node = if path.is_empty() {
-        format!("/v1/datasets/{ds}/nodes")
-    } else {
-        format!("/v1/datasets/{ds}/nodes/{path}")
+    let node = match path.as_str() {
+        "" => format!("/v1/datasets/{ds}/nodes"),
+        p => format!("/v1/datasets/{ds}/nodes/{p}"),
     };
     let mut links = format!("<li><a href=\"{}\">Node document (JSON)</a></li>", escape(&node));
-    if array {
-        let zarr = format!("/v1/datasets/{ds}/zarr/{path}/zarr.json");
+    if let Some(format) = array_format {
+        let file = if format == 2 { ".zarray" } else { "zarr.json" };
+        let key = if path.is_empty() {
+            file.to_string()
+        } else {
+            format!("{path}/{file}")
+        };
+        let zarr = format!("/v1/datasets/{ds}/zarr/{key}");
         let _ = write!(links, "<li><a href=\"{}\">Stored metadata</a></li>", escape(&zarr));
     }
     format!("<h2>In the API</h2>\n<ul class=\"links\">{links}</ul>\n")

@@ -21,8 +21,11 @@
   const sliders = Array.from(section.querySelectorAll("input[type=range][data-dim]"));
   const pickers = Array.from(section.querySelectorAll("select[data-label-for]"));
 
+  // The displayed dimensions: whole (":,:") or every n-th ("::4,::4").
+  const tail = section.dataset.tail;
+
   function selectExpr() {
-    return sliders.map((s) => s.value).concat([":", ":"]).join(",");
+    return sliders.map((s) => s.value).concat([tail]).join(",");
   }
 
   function rescale() {
@@ -42,7 +45,7 @@
     url += "&format=png&colormap=" + encodeURIComponent(colormap.value);
     const range = rescale();
     if (range) {
-      url += "&rescale=" + range;
+      url += "&rescale=" + encodeURIComponent(range);
     }
     return url;
   }

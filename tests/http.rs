@@ -1056,3 +1056,50 @@ async fn explorer_pages_follow_accept_and_authentication() {
     }
     problem(get(&server, "/explore-assets/nope.js").await, 404).await;
 }
+
+/// `format=json` streams slab by slab (2.8): the document equals the one
+/// built whole, comes without `Content-Length`, and an error mid-stream
+/// leaves it unparseable instead of looking whole.
+#[tokio::test]
+async fn json_streams_like_binary() {
+    let mut cfg = config();
+    cfg.slab_bytes = 64;
+    let streaming = Server::start(cfg).await;
+    let whole = Server::start(config()).await;
+    let mut streamed = 0;
+    let arrays = manifest()["arrays"].as_array().unwrap().clone();
+    let mut urls: Vec<String> = arrays
+        .iter()
+        .take(80)
+        .map(|a| format!("/v1/datasets/fixtures/data/{}?format=json", a["path"].as_str().unwrap()))
+        .collect();
+    urls.push("/v1/datasets/sample/data/temperature?select=0:3,::7,5:40&format=json".into());
+    urls.push("/v1/datasets/fixtures/data/xarray_grid/t2m?format=json&decode=cf".into());
+    for url in &urls {
+        let a = get(&streaming, url).await;
+        let b = get(&whole, url).await;
+        assert_eq!(a.status(), b.status(), "{url}");
+        if a.status() != 200 {
+            continue;
+        }
+        assert!(!a.headers()[header::ETAG].is_empty());
+        if !a.headers().contains_key(header::CONTENT_LENGTH) {
+            streamed += 1;
+        }
+        let (a, b): (Value, Value) = (a.json().await.unwrap(), b.json().await.unwrap());
+        assert_eq!(a, b, "{url}");
+    }
+    assert!(streamed >= 40, "{streamed} streamed");
+    let resp = get(
+        &streaming,
+        "/v1/datasets/fixtures/data/corrupt/gzip_truncated?select=::-1&format=json",
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    if let Ok(body) = resp.bytes().await {
+        assert!(
+            serde_json::from_slice::<Value>(&body).is_err(),
+            "a cut document must not parse"
+        );
+    }
+}

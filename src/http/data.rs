@@ -18,7 +18,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::{json_body, npy_header, npy_text, png_body, streamable, Format, ResultLabels};
+use super::format::{json_body, npy_header, npy_text, png_body, streamable, Format, JsonSlabs, ResultLabels};
 use super::problem::ApiError;
 use super::query::Query;
 use super::AppState;
@@ -95,16 +95,35 @@ async fn region(
     let permit = dataset.resources().admit_read().await.inspect_err(|_| {
         state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
     })?;
-    let streamed = reduction.is_none() && streamable(format, answer.data_type) && plan.slab_count() > 1;
+    // JSON of numbers streams too (its length unknown: chunked encoding).
+    let json_streams = format == Format::Json && !answer.data_type.is_text_or_bytes();
+    let streamed = reduction.is_none()
+        && render.is_none()
+        && plan.slab_count() > 1
+        && (streamable(format, answer.data_type) || json_streams);
     let (payload, length, versions) = if streamed {
         let versions = dataset.read_versions(&plan).await?;
-        let prefix = if format == Format::Npy {
-            npy_header(answer.data_type, &answer.shape)
-        } else {
-            vec![]
+        let (prefix, length, encoder) = match format {
+            Format::Json => {
+                let labels = answer.labels(dataset.result_coords(&plan).await?);
+                let slab_dim = plan
+                    .slab_result_dim()
+                    .expect("a read of several slabs has a slab dimension");
+                let (json, head, tail) = JsonSlabs::new(answer.data_type, &answer.shape, slab_dim, Some(&labels));
+                (
+                    head.into_bytes(),
+                    None,
+                    SlabEncoder::Json(Arc::new(json), Bytes::from(tail)),
+                )
+            }
+            Format::Npy => {
+                let header = npy_header(answer.data_type, &answer.shape);
+                let length = header.len() as u64 + requested;
+                (header, Some(length), SlabEncoder::Raw)
+            }
+            _ => (vec![], Some(requested), SlabEncoder::Raw),
         };
-        let length = prefix.len() as u64 + requested;
-        (Payload::Stream(prefix), length, versions)
+        (Payload::Stream(prefix, encoder), length, versions)
     } else {
         let (data, versions) = match &reduction {
             Some(r) => {
@@ -130,7 +149,7 @@ async fn region(
                 limit: state.max_response_bytes,
             });
         }
-        (Payload::Whole(body), length, versions)
+        (Payload::Whole(body), Some(length), versions)
     };
     let computed = format!("{}|{}", query.reduce.key(), query.render.key());
     let etag = etag_for(dataset, &plan, &computed, format, &versions);
@@ -149,10 +168,11 @@ async fn region(
             .body(Body::empty())
             .expect("valid response"));
     }
-    let mut response = response
-        .header(header::CONTENT_TYPE, format.media_type())
-        .header(header::CONTENT_LENGTH, length);
-    if matches!(format, Format::Binary | Format::Npy) && length > state.compress_max_bytes {
+    let mut response = response.header(header::CONTENT_TYPE, format.media_type());
+    if let Some(length) = length {
+        response = response.header(header::CONTENT_LENGTH, length);
+    }
+    if matches!(format, Format::Binary | Format::Npy) && length.unwrap_or(0) > state.compress_max_bytes {
         // Compressing numbers on the fly is several times slower than
         // sending them; see `compress_max_bytes`.
         response = response.extension(super::Uncompressed);
@@ -160,7 +180,13 @@ async fn region(
     let body = match payload {
         _ if method == Method::HEAD => Body::empty(),
         Payload::Whole(bytes) => Body::from(bytes),
-        Payload::Stream(prefix) => stream(state.metrics.clone(), dataset.clone(), plan, versions, prefix, permit),
+        Payload::Stream(prefix, encoder) => stream(
+            state.metrics.clone(),
+            dataset.clone(),
+            (plan, versions),
+            (prefix, encoder),
+            permit,
+        ),
     };
     Ok(response.body(body).expect("valid response"))
 }
@@ -265,10 +291,21 @@ async fn draw(render: Render, answer: &Answer, data: Bytes) -> Result<Bytes, Api
     Ok(Bytes::from(png))
 }
 
-/// A response body: in memory, or streamed after a prefix (the npy header).
+/// Elements turned into JSON text at a time when JSON streams.
+const JSON_PIECE_BYTES: usize = 1 << 20;
+
+/// A response body: in memory, or streamed after a prefix (the npy
+/// header, the JSON head).
 enum Payload {
     Whole(Bytes),
-    Stream(Vec<u8>),
+    Stream(Vec<u8>, SlabEncoder),
+}
+
+/// What a streamed slab becomes: its bytes, or JSON items (then the
+/// document's tail ends the stream).
+enum SlabEncoder {
+    Raw,
+    Json(Arc<JsonSlabs>, Bytes),
 }
 
 /// The whole answer in `format`; damaged text is an error naming what is wrong.
@@ -289,13 +326,12 @@ fn encode(format: Format, answer: &Answer, data: Bytes, labels: Option<ResultLab
 }
 
 /// Stream the slabs after `prefix`, reading the next while the previous
-/// is written.
+/// is written (and, for JSON, turned into text off the async workers).
 fn stream(
     metrics: Arc<Metrics>,
     dataset: Dataset,
-    plan: ReadPlan,
-    versions: Versions,
-    prefix: Vec<u8>,
+    (plan, versions): (ReadPlan, Versions),
+    (prefix, encoder): (Vec<u8>, SlabEncoder),
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
@@ -307,15 +343,35 @@ fn stream(
             return;
         }
         let mut slabs = std::pin::pin!(slabs);
+        let mut first = true;
         loop {
             let read = tokio::select! {
                 // The client went away: stop reading (dropping `slabs` aborts them).
                 _ = tx.closed() => return,
                 read = slabs.next() => match read {
                     Some(read) => read,
-                    None => return,
+                    None => break,
                 },
             };
+            if let (SlabEncoder::Json(json, _), Ok(frame)) = (&encoder, &read) {
+                // Text in pieces of about JSON_PIECE_BYTES of elements, each
+                // sent before the next is written: memory stays bounded.
+                let step = (JSON_PIECE_BYTES / json.item_bytes().max(1)).max(1) * json.item_bytes().max(1);
+                for start in (0..frame.len()).step_by(step) {
+                    let piece = frame.slice(start..frame.len().min(start + step));
+                    let (json, was_first) = (json.clone(), first);
+                    first = false;
+                    let text = tokio::task::spawn_blocking(move || Bytes::from(json.slab(&piece, was_first))).await;
+                    let Ok(text) = text else {
+                        let _ = tx.send(Err(std::io::Error::other("JSON encoding failed"))).await;
+                        return;
+                    };
+                    if tx.send(Ok(text)).await.is_err() {
+                        return;
+                    }
+                }
+                continue;
+            }
             match read {
                 Ok(frame) => {
                     // A client that stops reading is cut off by the
@@ -331,6 +387,9 @@ fn stream(
                     return;
                 }
             }
+        }
+        if let SlabEncoder::Json(_, tail) = encoder {
+            let _ = tx.send(Ok(tail)).await;
         }
     });
     Body::from_stream(tokio_stream(rx))

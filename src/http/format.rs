@@ -238,18 +238,8 @@ pub(super) fn json_body(
     data: &[u8],
     labels: Option<&ResultLabels>,
 ) -> Result<String, String> {
-    let mut out = String::with_capacity(data.len() * 3 + 64);
-    let shape_json = serde_json::to_string(shape).expect("shape");
-    let _ = write!(out, "{{\"shape\":{shape_json},\"data_type\":\"{}\",", data_type.name());
-    if let Some((names, coords)) = labels {
-        let _ = write!(
-            out,
-            "\"dimension_names\":{},\"coords\":{},",
-            serde_json::to_string(names).expect("names"),
-            serde_json::to_string(coords).expect("coords")
-        );
-    }
-    out.push_str("\"data\":");
+    let mut out = json_head(data_type, shape, labels);
+    out.reserve(data.len() * 3);
     match texts(data_type, data)? {
         Some(Texts::Text(items)) => {
             let mut items = items.iter();
@@ -276,6 +266,88 @@ pub(super) fn json_body(
     Ok(out)
 }
 
+/// A JSON document up to its `data` value: shape, data type, and the
+/// dimension names and coordinate labels when given.
+fn json_head(data_type: DataType, shape: &[u64], labels: Option<&ResultLabels>) -> String {
+    let mut out = String::with_capacity(64);
+    let shape_json = serde_json::to_string(shape).expect("shape");
+    let _ = write!(out, "{{\"shape\":{shape_json},\"data_type\":\"{}\",", data_type.name());
+    if let Some((names, coords)) = labels {
+        let _ = write!(
+            out,
+            "\"dimension_names\":{},\"coords\":{},",
+            serde_json::to_string(names).expect("names"),
+            serde_json::to_string(coords).expect("coords")
+        );
+    }
+    out.push_str("\"data\":");
+    out
+}
+
+/// A JSON document written slab by slab, as the slabs of a streamed read
+/// arrive: slabs are cut along result dimension `slab_dim`, and every
+/// dimension before it has length 1, so the document is a head, each
+/// slab's items along `slab_dim` (comma-separated), and a tail.
+pub(super) struct JsonSlabs {
+    data_type: DataType,
+    /// The result's dimensions after `slab_dim`: the shape of one item.
+    item_shape: Vec<u64>,
+}
+
+impl JsonSlabs {
+    /// The encoder, and the document's head and tail, for numeric, bool or
+    /// datetime elements (not text or bytes).
+    pub(super) fn new(
+        data_type: DataType,
+        shape: &[u64],
+        slab_dim: usize,
+        labels: Option<&ResultLabels>,
+    ) -> (Self, String, String) {
+        let mut head = json_head(data_type, shape, labels);
+        head.push_str(&"[".repeat(slab_dim + 1));
+        let tail = format!("{}}}", "]".repeat(slab_dim + 1));
+        let item_shape = shape[slab_dim + 1..].to_vec();
+        (Self { data_type, item_shape }, head, tail)
+    }
+
+    /// The bytes of one item (a position along the slab dimension).
+    pub(super) fn item_bytes(&self) -> usize {
+        self.item_shape.iter().product::<u64>() as usize * self.data_type.size()
+    }
+
+    /// Whole items of a slab (C-order little-endian elements) as JSON text,
+    /// preceded by a comma unless they are the document's first.
+    pub(super) fn slab(&self, data: &[u8], first: bool) -> String {
+        let size = self.data_type.size();
+        let item_bytes = self.item_bytes();
+        // Room for the widest elements: reserved, not touched, so it costs
+        // no memory, and the text is never copied to grow.
+        let widest = match self.data_type {
+            DataType::Float32 | DataType::Float16 => 17,
+            DataType::Float64 | DataType::Complex64 => 26,
+            DataType::Complex128 => 50,
+            DataType::DateTime64(_) => 40,
+            _ => 21,
+        };
+        let elements = data.len() / size.max(1);
+        let mut out = String::with_capacity(elements * widest + data.len() / item_bytes.max(1) * 2 + 16);
+        let mut elements = data.chunks_exact(size);
+        for (i, _) in data.chunks_exact(item_bytes.max(1)).enumerate() {
+            if i > 0 || !first {
+                out.push(',');
+            }
+            nested(&mut out, &self.item_shape, &mut |out| {
+                write_element(
+                    out,
+                    self.data_type,
+                    elements.next().expect("element count matches shape"),
+                );
+            });
+        }
+        out
+    }
+}
+
 fn nested(out: &mut String, shape: &[u64], element: &mut dyn FnMut(&mut String)) {
     match shape.split_first() {
         None => element(out),
@@ -292,13 +364,15 @@ fn nested(out: &mut String, shape: &[u64], element: &mut dyn FnMut(&mut String))
     }
 }
 
-fn write_float(out: &mut String, value: f64, debug: String) {
+/// A float: NaN and infinities as strings, finite values in their
+/// shortest round-trip form (ryu, as serde_json writes them).
+fn write_float<F: ryu::Float>(out: &mut String, value: f64, finite: F) {
     if value.is_nan() {
         out.push_str("\"NaN\"");
     } else if value.is_infinite() {
         out.push_str(if value > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" });
     } else {
-        out.push_str(&debug);
+        out.push_str(ryu::Buffer::new().format_finite(finite));
     }
 }
 
@@ -306,7 +380,7 @@ fn write_float(out: &mut String, value: f64, debug: String) {
 fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
     macro_rules! int {
         ($t:ty) => {{
-            let _ = write!(out, "{}", <$t>::from_le_bytes(b.try_into().expect("element size")));
+            out.push_str(itoa::Buffer::new().format(<$t>::from_le_bytes(b.try_into().expect("element size"))));
         }};
     }
     let f32_at = |b: &[u8]| f32::from_le_bytes(b.try_into().expect("4 bytes"));
@@ -324,15 +398,15 @@ fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
         DataType::UInt64 => int!(u64),
         DataType::Float16 => {
             let v = half::f16::from_le_bytes([b[0], b[1]]);
-            write_float(out, v.to_f64(), format!("{:?}", v.to_f32()));
+            write_float(out, v.to_f64(), v.to_f32());
         }
         DataType::Float32 => {
             let v = f32_at(b);
-            write_float(out, v as f64, format!("{v:?}"));
+            write_float(out, v as f64, v);
         }
         DataType::Float64 => {
             let v = f64_at(b);
-            write_float(out, v, format!("{v:?}"));
+            write_float(out, v, v);
         }
         DataType::Complex64 | DataType::Complex128 => {
             let (part, half) = match data_type {

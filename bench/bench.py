@@ -503,6 +503,14 @@ def main():
         res["reduce_mean"] = {"runs": runs, "rss_after": s.status(), "log_issues": s.log_issues()}
         s.stop()
 
+        # ---- format=json of a 256 MiB region (fresh server): text rate and peak RSS ----
+        log("json: a 256 MiB region as JSON ...")
+        s = start_server()
+        url = f"{s.base}/v1/datasets/bench/data/volume?select=0:128&format=json"
+        runs = [curl(url, timeout=300) for _ in range(2)]
+        res["json_region"] = {"runs": runs, "rss_after": s.status(), "log_issues": s.log_issues()}
+        s.stop()
+
         # ---- Zarr v2 zstd against the same data and chunks as v3 zstd (fresh server) ----
         log("v2 vs v3: whole 64 MiB twins ...")
         s = start_server()

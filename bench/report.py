@@ -141,6 +141,17 @@ def render(res):
     L.append(f"| Peak RSS (VmHWM) of the server after the means | {fmt(rm_hwm, ' MiB')} | "
              f"in-process: tensorstore {fmt(ts_m.get('peak_rss_mib'), ' MiB')} | – | < 128 MiB | "
              f"{verdict(None if rm_hwm is None else rm_hwm < 128)} |")
+    jr = res.get("json_region", {})
+    ok = [r for r in jr.get("runs", []) if r.get("status") == 200 and r.get("time_s")]
+    if jr:
+        best = min(ok, key=lambda r: r["time_s"]) if ok else {}
+        rate = best["size"] / best["time_s"] / MB if best else None
+        hwm = jr.get("rss_after", {}).get("VmHWM_mib")
+        L.append(f"| `format=json` of a 256 MiB uint16 region ({fmt(best.get('size', 0) / MB, ' MB', 0)} of text, "
+                 f"streamed), best of {len(jr.get('runs', []))} | {fmt(rate, ' MB/s')} | – | – | >= 200 MB/s | "
+                 f"{verdict(None if rate is None else rate >= 200)} |")
+        L.append(f"| Peak RSS (VmHWM) of the server after the JSON regions | {fmt(hwm, ' MiB')} | – | – | bounded "
+                 f"(< 256 MiB) | {verdict(None if hwm is None else hwm < 256)} |")
     ec, pref = pt.get("economy_cold", {}), pt.get("reference", {})
     decoded = counter(ec, "zarr_serve_chunks_decoded_total")
     ranged = counter(ec, "zarr_serve_store_range_requests_total")
@@ -263,7 +274,7 @@ def render(res):
             odd.append(f"{k}: wrk failed: {w['error'][:300]}")
         elif w.get("error_count") or w.get("non_2xx"):
             odd.append(f"{k}: wrk errors {w.get('errors')}, non-2xx {w.get('non_2xx', 0)}")
-    for k in ("bulk", "tiles_zarr", "memory", "points", "reduce_mean"):
+    for k in ("bulk", "tiles_zarr", "memory", "points", "reduce_mean", "json_region"):
         for line in res.get(k, {}).get("log_issues", []) or []:
             odd.append(f"server log ({k}): {line[:200]}")
     for p in res.get("peers", {}).get("peers", []):

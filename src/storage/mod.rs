@@ -112,7 +112,14 @@ pub struct Store {
     suffix_ranges: bool,
     /// See [`StoreOptions::coalesce_gap`].
     coalesce_gap: Option<u64>,
+    /// Plain HTTP servers: when a listing last failed. Most cannot list
+    /// (WebDAV `PROPFIND`), and each try waits out the client's retries, so
+    /// listings are not tried again for [`LISTING_RETRY_AFTER`].
+    listing_refused: Option<Arc<std::sync::Mutex<Option<std::time::Instant>>>>,
 }
+
+/// How long a plain HTTP store is not asked to list again after it failed to.
+const LISTING_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 impl Store {
     /// Wrap an object store rooted at `root`.
@@ -126,6 +133,7 @@ impl Store {
             local: None,
             suffix_ranges: true,
             coalesce_gap: options.coalesce_gap,
+            listing_refused: None,
         }
     }
 
@@ -323,7 +331,19 @@ impl Store {
     /// sub-directories and the objects directly under it, each sorted.
     pub async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
         let path = self.path(prefix)?;
-        let listing = self.run(self.inner.list_with_delimiter(Some(&path))).await?;
+        if let Some(refused) = &self.listing_refused {
+            let last = *refused.lock().expect("not poisoned");
+            if last.is_some_and(|t| t.elapsed() < LISTING_RETRY_AFTER) {
+                return Err(StoreError::Unavailable(
+                    "this HTTP server does not list directories".into(),
+                ));
+            }
+        }
+        let listing = self.run(self.inner.list_with_delimiter(Some(&path))).await;
+        if let (Err(_), Some(refused)) = (&listing, &self.listing_refused) {
+            *refused.lock().expect("not poisoned") = Some(std::time::Instant::now());
+        }
+        let listing = listing?;
         let Some(listing) = listing else {
             return Ok((vec![], vec![]));
         };

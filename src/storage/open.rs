@@ -62,6 +62,9 @@ impl Store {
                 let (inner, root) = open_url(&url, options)?;
                 let mut store = Store::new(inner, root, options);
                 store.suffix_ranges = !matches!(url.scheme(), "az" | "azure" | "abfs" | "abfss");
+                if matches!(url.scheme(), "http" | "https") {
+                    store.listing_refused = Some(Arc::default());
+                }
                 return Ok(store);
             }
             // A plain path (a one-letter "scheme" is a Windows drive).

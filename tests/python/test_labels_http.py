@@ -16,21 +16,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
-from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 import pytest
 import requests
 import xarray as xr
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BASE_URL = os.environ.get("TEST_SERVER_URL", "http://127.0.0.1:8080").rstrip("/")
-DATASET = os.environ.get("TEST_FIXTURE_DATASET", "fixtures")
-FIXTURES = Path(os.environ.get("ZARR_FIXTURES", REPO_ROOT / "tests" / "fixtures" / "interop"))
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
-DS_URL = f"{BASE_URL}/v1/datasets/{quote(DATASET, safe='')}"
+from common import BASE_URL, DS_URL, FIXTURES, MANIFEST, REPO_ROOT
+
 STORE = FIXTURES / "data.zarr"
 DTYPES = {
     "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",

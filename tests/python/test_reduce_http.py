@@ -9,35 +9,17 @@ patterns), seeded random operators, axes and block factors.
 from __future__ import annotations
 
 import io
-import json
-import os
 import warnings
-from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 import pytest
 import requests
 import xarray as xr
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BASE_URL = os.environ.get("TEST_SERVER_URL", "http://127.0.0.1:8080").rstrip("/")
-DATASET = os.environ.get("TEST_FIXTURE_DATASET", "fixtures")
-FIXTURES = Path(os.environ.get("ZARR_FIXTURES", REPO_ROOT / "tests" / "fixtures" / "interop"))
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
-DS_URL = f"{BASE_URL}/v1/datasets/{quote(DATASET, safe='')}"
-REAL = {
-    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
-    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
-    "float16": "<f2", "float32": "<f4", "float64": "<f8",
-}
+from common import DS_URL, FIXTURES, MANIFEST, REAL, expected
+
 ARRAYS = [a for a in MANIFEST["arrays"] if a["data_type"] in REAL and a["shape"]]
 OPS = ["min", "max", "sum", "mean", "std", "count"]
-
-
-def expected(entry) -> np.ndarray:
-    raw = (FIXTURES / entry["expected"]).read_bytes()
-    return np.frombuffer(raw, dtype=REAL[entry["data_type"]]).reshape(entry["shape"])
 
 
 def numpy_reduce(op: str, a: np.ndarray, axis) -> np.ndarray:

@@ -221,3 +221,20 @@ def test_one_dimensional_arrays_show_their_first_values(browser):
     open_page(browser, "/explore/stations/time")
     table = browser.find_element(By.ID, "values-table").text
     assert "2020-01-01" in table
+
+
+def test_packed_cf_data_is_previewed_unpacked(browser):
+    """stations/temperature is int16 with scale_factor and a fill value: the
+    preview decodes it (decode=cf), so missing values are transparent
+    instead of stretching the colour range."""
+    import numpy as np
+    open_page(browser, "/explore/stations/temperature")
+    wait_for_picture(browser, "decode=cf")
+    picture = np.asarray(Image.open(io.BytesIO(requests.get(picture_src(browser), timeout=30).content)))
+    raw = np.load(io.BytesIO(requests.get(f"{BASE_URL}/v1/datasets/stations/data/temperature",
+                                          params={"format": "npy"}, timeout=30).content))
+    missing = raw == -32768
+    assert missing.any() and (picture[..., 3] == np.where(missing, 0, 255)).all()
+    assert "decode=cf" in browser.find_element(By.ID, "curl").text
+    assert "\"decode\": \"cf\"" in browser.find_element(By.ID, "python").text
+    assert not console_errors(browser)

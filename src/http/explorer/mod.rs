@@ -268,7 +268,11 @@ async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) ->
     let readable = doc["readable"] != false;
     let data_type = doc["data_type"].as_str().unwrap_or_default();
     if readable && shape.len() >= 2 && REAL_TYPES.contains(&data_type) && !shape.contains(&0) {
-        out.push_str(&preview(dataset, path, &shape, &names, data_type, origin).await);
+        // Packed CF data is shown unpacked, its fill values transparent.
+        let cf = ["scale_factor", "add_offset", "_FillValue", "missing_value"]
+            .iter()
+            .any(|k| doc["attributes"].get(k).is_some());
+        out.push_str(&preview(dataset, path, &shape, &names, (data_type, cf), origin).await);
     } else if readable && shape.len() <= 1 {
         out.push_str(&values_table(dataset, path, &shape, &names).await);
     }
@@ -311,10 +315,12 @@ async fn preview(
     path: &str,
     shape: &[u64],
     names: &[Option<String>],
-    data_type: &str,
+    (data_type, cf): (&str, bool),
     origin: &str,
 ) -> String {
     let rank = shape.len();
+    let decode = if cf { "&decode=cf" } else { "" };
+    let data_type = if cf { "float64" } else { data_type };
     let (height, width) = (shape[rank - 2], shape[rank - 1]);
     let factor = |n: u64| n.div_ceil(PREVIEW_SIDE).max(1);
     let (fy, fx) = (factor(height), factor(width));
@@ -379,12 +385,15 @@ async fn preview(
         "" => String::new(),
         factors => format!("&coarsen={factors}"),
     };
-    let src = format!("{api}?select={select}{coarsen}&format=png&colormap={}", COLORMAPS[0]);
+    let src = format!(
+        "{api}?select={select}{coarsen}{decode}&format=png&colormap={}",
+        COLORMAPS[0]
+    );
     let curl = format!("curl -o preview.png '{origin}{src}'");
-    let python = python_snippet(origin, &api, &select, data_type);
+    let python = python_snippet(origin, &api, &select, (data_type, cf));
     format!(
         "<section id=\"preview\" aria-labelledby=\"preview-title\" data-api=\"{api}\" data-path=\"{path_attr}\" \
-         data-dtype=\"{data_type}\" data-coarsen=\"{coarsen_factors}\" data-tail=\"{tail_attr}\">\n<h2 id=\"preview-title\">Preview</h2>\n\
+         data-dtype=\"{data_type}\" data-decode=\"{decode_attr}\" data-coarsen=\"{coarsen_factors}\" data-tail=\"{tail_attr}\">\n<h2 id=\"preview-title\">Preview</h2>\n\
          <form id=\"controls\" class=\"controls\">\n{controls}\
          <div class=\"control\"><label for=\"colormap\">Colormap</label><select id=\"colormap\">{options}</select></div>\n\
          <div class=\"control\"><label for=\"rescale-lo\">Rescale from</label>\
@@ -397,6 +406,7 @@ async fn preview(
         api = escape(&api),
         path_attr = escape(path),
         data_type = escape(data_type),
+        decode_attr = if cf { "cf" } else { "" },
         tail_attr = escape(&tail),
         src_attr = escape(&src),
         alt = escape(&format!("{path}[{select}] drawn with viridis")),
@@ -442,10 +452,11 @@ async fn picker_labels(
     out
 }
 
-fn python_snippet(origin: &str, api: &str, select: &str, data_type: &str) -> String {
+fn python_snippet(origin: &str, api: &str, select: &str, (data_type, cf): (&str, bool)) -> String {
+    let decode = if cf { ", \"decode\": \"cf\"" } else { "" };
     format!(
         "import io\nimport numpy as np\nimport requests\n\n\
-         r = requests.get(\"{origin}{api}\", params={{\"select\": \"{select}\", \"format\": \"npy\"}})\n\
+         r = requests.get(\"{origin}{api}\", params={{\"select\": \"{select}\"{decode}, \"format\": \"npy\"}})\n\
          r.raise_for_status()\na = np.load(io.BytesIO(r.content))  # {data_type}\nprint(a.shape, np.nanmin(a), np.nanmax(a))"
     )
 }

@@ -11,6 +11,8 @@
   const api = section.dataset.api;
   const coarsen = section.dataset.coarsen;
   const dataType = section.dataset.dtype;
+  // "cf" for packed CF data: shown unpacked, fill values transparent.
+  const decode = section.dataset.decode;
   const img = document.getElementById("preview-img");
   const curl = document.getElementById("curl");
   const python = document.getElementById("python");
@@ -42,6 +44,9 @@
     if (coarsen) {
       url += "&coarsen=" + coarsen;
     }
+    if (decode) {
+      url += "&decode=" + decode;
+    }
     url += "&format=png&colormap=" + encodeURIComponent(colormap.value);
     const range = rescale();
     if (range) {
@@ -56,8 +61,8 @@
       "import numpy as np",
       "import requests",
       "",
-      "r = requests.get(\"" + location.origin + api + "\", params={\"select\": \"" + selectExpr() +
-        "\", \"format\": \"npy\"})",
+      "r = requests.get(\"" + location.origin + api + "\", params={\"select\": \"" + selectExpr() + "\"" +
+        (decode ? ", \"decode\": \"" + decode + "\"" : "") + ", \"format\": \"npy\"})",
       "r.raise_for_status()",
       "a = np.load(io.BytesIO(r.content))  # " + dataType,
       "print(a.shape, np.nanmin(a), np.nanmax(a))",

@@ -44,6 +44,18 @@ impl Dataset {
             .cloned()
     }
 
+    /// The labels of dimension `dim` of the array at `path`, one per
+    /// position, when the dimension has a coordinate.
+    pub async fn dimension_labels(&self, path: &str, dim: usize) -> Result<Option<Vec<Value>>> {
+        let node = self.node(path).await?;
+        let len = node.array()?.shape.get(dim).copied().unwrap_or(0);
+        let coordinates = self.coordinates(&node).await?;
+        Ok(coordinates
+            .get(dim)
+            .and_then(Option::as_ref)
+            .map(|c| (0..len).map(|i| c.label_json(i)).collect()))
+    }
+
     /// The coordinate at `path`, if it is a readable 1-D array of `len`.
     async fn coordinate(&self, path: &str, name: &str, len: u64) -> Result<Option<Arc<Coordinate>>> {
         let node = match self.node(path).await {

@@ -561,29 +561,28 @@ impl Folder {
     /// Fold a slab: the result's elements whose first `slab_dim` index runs
     /// from `start` (C order over `shape`, the slab's extent in result dims).
     fn fold(&mut self, data: &[u8], shape: &[u64], slab_dim: Option<usize>, start: u64) {
-        macro_rules! ints {
-            ($t:ty, $acc:ty) => {{
-                const SIZE: usize = std::mem::size_of::<$t>();
-                self.walk(shape, slab_dim, start, |cells, cell, run| {
-                    let bytes = &data[run.start * SIZE..run.end * SIZE];
-                    let values = bytes
-                        .chunks_exact(SIZE)
-                        .map(|b| <$acc>::from(<$t>::from_le_bytes(b.try_into().expect("element size"))));
-                    cells.add_ints(cell, values);
-                });
-            }};
-        }
-        macro_rules! floats {
-            ($t:ty, $conv:expr) => {{
+        // Each run's elements of type $t, converted by $conv, folded by $add.
+        macro_rules! runs {
+            ($t:ty, $conv:expr, $add:ident) => {{
                 const SIZE: usize = std::mem::size_of::<$t>();
                 self.walk(shape, slab_dim, start, |cells, cell, run| {
                     let bytes = &data[run.start * SIZE..run.end * SIZE];
                     let values = bytes
                         .chunks_exact(SIZE)
                         .map(|b| $conv(<$t>::from_le_bytes(b.try_into().expect("element size"))));
-                    cells.add_floats(cell, values);
+                    cells.$add(cell, values);
                 });
             }};
+        }
+        macro_rules! ints {
+            ($t:ty, $acc:ty) => {
+                runs!($t, <$acc>::from, add_ints)
+            };
+        }
+        macro_rules! floats {
+            ($t:ty, $conv:expr) => {
+                runs!($t, $conv, add_floats)
+            };
         }
         match self.input {
             DataType::Bool => self.walk(shape, slab_dim, start, |cells, cell, run| {

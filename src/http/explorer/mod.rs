@@ -26,7 +26,8 @@ use super::format::{accept_items, json_body};
 use super::nodes::document_bytes;
 use super::problem::ApiError;
 use super::AppState;
-use crate::engine::{Dataset, ReadQuery, Selection};
+use crate::engine::render::{self, Colormap};
+use crate::engine::{DataType, Dataset, ReadQuery, Selection};
 
 /// The longest side of the preview, in pixels: larger arrays are coarsened to fit.
 const PREVIEW_SIDE: u64 = 512;
@@ -39,12 +40,6 @@ const MAX_DESCRIBED: usize = 500;
 const MAX_AVERAGED: u64 = 1 << 24;
 /// How many values the table of a 0-d or 1-D array shows.
 const TABLE_VALUES: u64 = 100;
-const COLORMAPS: [&str; 9] = [
-    "viridis", "gray", "plasma", "inferno", "magma", "cividis", "turbo", "coolwarm", "RdBu_r",
-];
-const REAL_TYPES: [&str; 12] = [
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64",
-];
 /// Pages and scripts come from this origin only; previews may be blobs.
 const CSP: &str = "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; \
                    object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
@@ -267,7 +262,8 @@ async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) ->
     );
     let readable = doc["readable"] != false;
     let data_type = doc["data_type"].as_str().unwrap_or_default();
-    if readable && shape.len() >= 2 && REAL_TYPES.contains(&data_type) && !shape.contains(&0) {
+    let real = DataType::from_json(&doc["data_type"]).is_ok_and(|t| render::check(t, &[1, 1]).is_ok());
+    if readable && shape.len() >= 2 && real && !shape.contains(&0) {
         // Packed CF data is shown unpacked, its fill values transparent.
         let cf = ["scale_factor", "add_offset", "_FillValue", "missing_value"]
             .iter()
@@ -330,7 +326,7 @@ async fn preview(
         ((width as f64 * scale).round() as u64).max(1),
         ((height as f64 * scale).round() as u64).max(1),
     );
-    let labels = picker_labels(dataset, path, shape, names).await;
+    let labels = picker_labels(dataset, path, shape).await;
     let api = format!("/v1/datasets/{}/data/{}", url_path(&dataset.name), url_path(path));
     let mut controls = String::new();
     for d in 0..rank - 2 {
@@ -362,7 +358,7 @@ async fn preview(
         controls.push_str("</div>\n");
     }
     let mut options = String::new();
-    for name in COLORMAPS {
+    for name in colormaps() {
         let _ = write!(options, "<option value=\"{name}\">{name}</option>");
     }
     // Shrunk by block means, or for a huge slice by taking every n-th
@@ -387,7 +383,7 @@ async fn preview(
     };
     let src = format!(
         "{api}?select={select}{coarsen}{decode}&format=png&colormap={}",
-        COLORMAPS[0]
+        colormaps()[0]
     );
     let curl = format!("curl -o preview.png '{origin}{src}'");
     let python = python_snippet(origin, &api, &select, (data_type, cf));
@@ -423,29 +419,23 @@ async fn preview(
     )
 }
 
+/// The built-in colormaps, the explorer's default (viridis) first.
+fn colormaps() -> Vec<&'static str> {
+    let mut names = Colormap::names();
+    names.sort_by_key(|n| *n != "viridis");
+    names
+}
+
 /// The labels of each dimension with a coordinate of at most
 /// [`MAX_PICKER_LABELS`] labels.
-async fn picker_labels(
-    dataset: &Dataset,
-    path: &str,
-    shape: &[u64],
-    names: &[Option<String>],
-) -> Vec<Option<Vec<String>>> {
+async fn picker_labels(dataset: &Dataset, path: &str, shape: &[u64]) -> Vec<Option<Vec<String>>> {
     let mut out = vec![None; shape.len()];
-    let Ok(plan) = dataset.plan_read(path, &Selection::default()).await else {
-        return out;
-    };
-    let Ok((_, coords)) = dataset.result_coords(&plan).await else {
-        return out;
-    };
-    for (d, &len) in shape.iter().enumerate() {
-        let Some(name) = names.get(d).cloned().flatten() else {
-            continue;
-        };
+    // The two drawn dimensions get no picker.
+    for (d, &len) in shape.iter().enumerate().take(shape.len().saturating_sub(2)) {
         if len > MAX_PICKER_LABELS {
             continue;
         }
-        if let Some(Value::Array(labels)) = coords.get(&name) {
+        if let Ok(Some(labels)) = dataset.dimension_labels(path, d).await {
             out[d] = Some(labels.iter().map(value_text).collect());
         }
     }

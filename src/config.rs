@@ -316,6 +316,7 @@ impl Config {
             read: ReadOptions {
                 slab_bytes: self.slab_bytes,
                 concurrency: self.read_concurrency,
+                ..ReadOptions::default()
             },
             caches: CacheOptions {
                 metadata_ttl: Duration::from_secs_f64(self.metadata_ttl_secs),

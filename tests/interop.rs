@@ -109,14 +109,16 @@ async fn every_array_and_selection_matches_numpy() {
     assert!(checked > 1000, "only {checked} cases checked");
 }
 
-/// Tiny slabs, exact or widely merged ranges, and one request at a time
-/// exercise the slab, span and range logic differently from the defaults.
+/// Tiny slabs, shards fetched an inner chunk at a time, exact or widely
+/// merged ranges, and one request at a time exercise the slab, piece, span
+/// and range logic differently from the defaults.
 #[tokio::test]
 async fn every_array_matches_with_tiny_slabs_and_other_coalescing() {
     for gap in [0, 1 << 20] {
         let options = ReadOptions {
             slab_bytes: 1,
             concurrency: 1,
+            batch_bytes: 1,
         };
         check_all_arrays(&dataset_with(options, CacheOptions::default(), Some(gap))).await;
     }
@@ -235,6 +237,43 @@ async fn one_inner_chunk_costs_one_index_and_one_data_request() {
         );
         assert_eq!(cold, warm);
     }
+}
+
+/// A cold read of several (not all) inner chunks of a shard, fetched in
+/// pieces of one inner chunk at once: the shard's index is read once, not
+/// once per piece, and each inner chunk once.
+#[tokio::test]
+async fn shard_pieces_share_one_index_request() {
+    let options = ReadOptions {
+        batch_bytes: 1,
+        ..ReadOptions::default()
+    };
+    let ds = dataset(options);
+    let path = "tensorstore/shard_end_crc";
+    let meta = ds.node(path).await.unwrap().array().unwrap().clone();
+    let inner = meta.codecs.read_chunk_shape();
+    let shard = &meta.chunk_grid.chunk_shape;
+    // The first inner row of the first shard, and one inner chunk short of it.
+    let along = shard[1] / inner[1] - 1;
+    assert!(along >= 2, "several pieces");
+    let select = format!("0:{},0:{}", inner[0], along * inner[1]);
+    let stats = ds.store().stats();
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    let ranged = count(&stats.range_requests);
+    let (_, data) = read(&ds, path, &select).await.unwrap();
+    assert_eq!(
+        count(&stats.range_requests) - ranged,
+        1 + along,
+        "one index, then each piece"
+    );
+    let whole = read(&ds, path, "").await.unwrap();
+    let size = meta.data_type.size();
+    let row = meta.shape[1] as usize * size;
+    let width = (along * inner[1]) as usize * size;
+    let expected: Vec<u8> = (0..inner[0] as usize)
+        .flat_map(|r| whole.1[r * row..r * row + width].to_vec())
+        .collect();
+    assert_eq!(data, expected);
 }
 
 /// Every whole read unit (inner chunk or chunk) of every 2-D array, read on

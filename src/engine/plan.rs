@@ -26,6 +26,10 @@ pub struct ReadOptions {
     pub slab_bytes: u64,
     /// Chunks or shards fetched and decoded at once per read.
     pub concurrency: usize,
+    /// Decoded bytes of one decoding job, and of one fetch of a shard's
+    /// inner chunks: the encoded bytes a read holds are about
+    /// `2 * concurrency` of these.
+    pub batch_bytes: usize,
 }
 
 impl Default for ReadOptions {
@@ -33,6 +37,7 @@ impl Default for ReadOptions {
         Self {
             slab_bytes: 16 << 20,
             concurrency: 8,
+            batch_bytes: 1 << 20,
         }
     }
 }

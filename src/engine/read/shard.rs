@@ -2,7 +2,9 @@
 //! read (validated by the codec, cached with the shard's ETag), then only
 //! the needed inner chunks, by byte ranges conditional on that ETag (the
 //! store coalesces near ranges). A cold shard whose inner chunks are all
-//! needed is read whole in one request.
+//! needed is read whole in one request; else the needed inner chunks are
+//! fetched in pieces of about one decoding batch each, so a read never
+//! holds more encoded bytes than its pieces in flight.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -20,24 +22,59 @@ use crate::storage::{ByteRange, StoreError};
 /// cache; larger reads would only evict what small reads (tiles) reuse.
 const CACHEABLE_READ_BYTES: u64 = 4 << 20;
 
+/// Some of the inner chunks of one shard that a slab needs, fetched and
+/// decoded together.
+pub(super) struct Piece {
+    /// The shard's grid position.
+    pub(super) coords: Vec<u64>,
+    /// The inner chunks, with the parts of them the slab takes.
+    needed: Vec<Unit>,
+    /// Every inner chunk of the shard is needed (then this is the only
+    /// piece, and a cold shard is read whole).
+    whole: bool,
+}
+
+/// The pieces of shard `unit` for a slab: its needed inner chunks in runs
+/// of `per_piece`, or one piece when the slab needs the whole shard.
+pub(super) fn pieces(codec: &ShardingCodec, unit: Unit, per_piece: usize) -> Vec<Piece> {
+    let needed = inner_units(codec, &unit);
+    let whole = needed.len() as u64 == codec.chunks_per_shard().iter().product::<u64>();
+    if whole || needed.len() <= per_piece {
+        return vec![Piece {
+            coords: unit.coords,
+            needed,
+            whole,
+        }];
+    }
+    let mut needed = needed.into_iter().peekable();
+    let mut pieces = Vec::new();
+    while needed.peek().is_some() {
+        pieces.push(Piece {
+            coords: unit.coords.clone(),
+            needed: needed.by_ref().take(per_piece).collect(),
+            whole: false,
+        });
+    }
+    pieces
+}
+
 impl Dataset {
-    /// A shard: the index (cached), then only the needed inner chunks; once
-    /// more with a fresh index if the shard changed since it was cached.
+    /// A piece of a shard: the index (cached), then only its inner chunks;
+    /// once more with a fresh index if the shard changed since it was cached.
     pub(super) async fn fetch_shard(
         &self,
         plan: &ReadPlan,
         codec: &ShardingCodec,
         key: String,
-        unit: &Unit,
+        piece: &Piece,
         pin: Pin,
     ) -> Result<Fetched> {
-        let needed = inner_units(codec, unit);
-        let all_needed = needed.len() as u64 == codec.chunks_per_shard().iter().product::<u64>();
+        let needed = &piece.needed;
         for attempt in 0..2 {
             let result = match self.cached_index(&key).await {
-                None if all_needed && pin.is_none() => self.fetch_whole_shard(plan, codec, &key, &needed).await,
+                None if piece.whole && pin.is_none() => self.fetch_whole_shard(plan, codec, &key, needed).await,
                 cached => {
-                    self.fetch_inner_chunks(plan, codec, &key, cached, &needed, pin.clone())
+                    self.fetch_inner_chunks(plan, codec, &key, cached, needed, pin.clone())
                         .await
                 }
             };
@@ -77,14 +114,22 @@ impl Dataset {
         cached
     }
 
-    /// The shard's index with one ranged request (conditional on `pin`),
-    /// cached on the way. `None` when the shard does not exist.
+    /// [`Self::read_index`], cached on the way.
     async fn fetch_index(
         &self,
         key: &str,
         codec: &ShardingCodec,
         pin: Option<&str>,
     ) -> Result<Option<Arc<CachedIndex>>> {
+        Ok(match self.read_index(key, codec, pin).await? {
+            Some(read) => Some(self.remember_index(key, read.index, read.etag).await),
+            None => None,
+        })
+    }
+
+    /// The shard's index with one ranged request (conditional on `pin`);
+    /// `None` when the shard does not exist.
+    async fn read_index(&self, key: &str, codec: &ShardingCodec, pin: Option<&str>) -> Result<Option<CachedIndex>> {
         let n = codec.index_size() as u64;
         let range = match codec.index_location() {
             IndexLocation::Start => ByteRange::Bounded(0..n),
@@ -96,7 +141,30 @@ impl Dataset {
         let index = codec
             .decode_index(read.data, read.info.size)
             .map_err(|e| e.at_key(key))?;
-        Ok(Some(self.remember_index(key, index, read.info.etag).await))
+        Ok(Some(CachedIndex {
+            index,
+            etag: read.info.etag,
+        }))
+    }
+
+    /// The shard's index, read once however many pieces of a read ask for
+    /// it at the same time (they wait for the first one's request).
+    async fn load_index(&self, key: &str, codec: &ShardingCodec) -> Result<Option<Arc<CachedIndex>>> {
+        let cache_key = (self.name.clone(), key.to_string());
+        let load = async {
+            match self.read_index(key, codec, None).await {
+                Ok(Some(index)) => Ok(Arc::new(index)),
+                Ok(None) => Err(None),
+                Err(e) => Err(Some(e)),
+            }
+        };
+        match self.resources.caches.shard_indexes.try_get_with(cache_key, load).await {
+            Ok(index) => Ok(Some(index)),
+            Err(failed) => match &*failed {
+                None => Ok(None),
+                Some(e) => Err(e.clone()),
+            },
+        }
     }
 
     async fn remember_index(&self, key: &str, index: ShardIndex, etag: Option<String>) -> Arc<CachedIndex> {
@@ -165,6 +233,7 @@ impl Dataset {
             (Some(c), None) => Some(c),
             (Some(c), Some(p)) if c.etag == *p => Some(c),
             (_, Some(None)) => None,
+            (None, None) => self.load_index(key, codec).await?,
             _ => {
                 self.fetch_index(key, codec, pin.as_ref().and_then(|p| p.as_deref()))
                     .await?

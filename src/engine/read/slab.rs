@@ -1,7 +1,9 @@
-//! Slab assembly: the units (chunks or shards) of one slab fetched
-//! concurrently, their chunks decoded in batches on the decoding threads as
-//! soon as they arrive, and each batch copied into the slab as soon as it is
-//! decoded, so a slab never holds all of its decoded chunks at once.
+//! Slab assembly: the chunks of one slab, or its shards in pieces of about
+//! one decoding batch, fetched concurrently; their chunks decoded in
+//! batches on the decoding threads as soon as they arrive, and each batch
+//! copied into the slab as soon as it is decoded. So a slab never holds all
+//! of its decoded chunks at once, nor more encoded bytes than the pieces in
+//! flight (a few MiB, however large its shards).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,18 +13,15 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 
 use super::fetch::{Item, Source, Versions};
+use super::shard::{self, Piece};
 use crate::buffer_pool::{self, BufferPool};
 use crate::engine::cache::ChunkKey;
 use crate::engine::codec::CodecChain;
 use crate::engine::decode_pool::Priority;
 use crate::engine::error::{Error, Result};
 use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::{Placement, ReadPlan};
+use crate::engine::plan::{Placement, ReadPlan, Unit};
 use crate::engine::vlen::{Gather, FILL_HANDLE};
-
-/// Decoded bytes handed to one decoding job, so a shard's inner chunks are
-/// decoded on all cores without a job per tiny chunk.
-const DECODE_BATCH_BYTES: usize = 1 << 20;
 
 /// A chunk is decoded only up to the last element a read needs when that
 /// spares at least this many bytes: a zstd block (the unit a stream stops
@@ -65,16 +64,17 @@ impl Dataset {
         // Variable-length elements are placed as handles, resolved at the end.
         let mut variable = meta.data_type.is_variable().then(Gather::default);
         let chunk_elements = plan.read_shape.iter().product::<u64>() as usize;
-        let units = plan.units(slab);
-        let inline = units.len() <= 1;
-        let mut fetches = futures::stream::iter(units)
-            .map(|unit| {
-                let key = self.chunk_key(plan, &unit.coords);
+        let jobs = jobs(plan, slab, resources.read.batch_bytes);
+        let inline = jobs.len() <= 1;
+        let mut fetches = futures::stream::iter(jobs)
+            .map(|job| {
+                let key = self.chunk_key(plan, job.coords());
                 let pin = pinned.map(|p| p.get(&key).cloned().flatten());
                 async move {
-                    match meta.codecs.partial_sharding() {
-                        Some(codec) => self.fetch_shard(plan, codec, key, &unit, pin).await,
-                        None => self.fetch_chunk(plan, key, &unit, pin).await,
+                    match (&job, meta.codecs.partial_sharding()) {
+                        (Job::Piece(piece), Some(codec)) => self.fetch_shard(plan, codec, key, piece, pin).await,
+                        (Job::Chunk(unit), _) => self.fetch_chunk(plan, key, unit, pin).await,
+                        (Job::Piece(_), None) => unreachable!("pieces are of shards"),
                     }
                 }
             })
@@ -117,7 +117,7 @@ impl Dataset {
                     None => fetching = false,
                     Some(fetched) => {
                         let fetched = fetched?;
-                        let per_batch = (DECODE_BATCH_BYTES / fetched.codecs.decoded_repr().size_bytes().max(1)).max(1);
+                        let per_batch = (resources.read.batch_bytes / fetched.codecs.decoded_repr().size_bytes().max(1)).max(1);
                         let mut items = fetched.items.into_iter().peekable();
                         while items.peek().is_some() {
                             let batch: Vec<Item> = items.by_ref().take(per_batch).collect();
@@ -166,6 +166,40 @@ impl Dataset {
             .run(priority, work)
             .await
             .unwrap_or_else(|panic| Err(Error::Internal(format!("a decoder panicked: {panic}"))))
+    }
+}
+
+/// What one fetch of a slab reads: a chunk, or a piece of a shard.
+enum Job {
+    Chunk(Unit),
+    Piece(Piece),
+}
+
+impl Job {
+    fn coords(&self) -> &[u64] {
+        match self {
+            Job::Chunk(unit) => &unit.coords,
+            Job::Piece(piece) => &piece.coords,
+        }
+    }
+}
+
+/// The fetches of slab `slab`: its chunks, or its shards in pieces of
+/// about one decoding batch (`batch_bytes` decoded).
+fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize) -> Vec<Job> {
+    let units = plan.units(slab);
+    let codecs = &plan.meta().codecs;
+    match codecs.partial_sharding() {
+        None => units.into_iter().map(Job::Chunk).collect(),
+        Some(codec) => {
+            let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes().max(1);
+            let per_piece = (batch_bytes / inner_bytes).max(1);
+            units
+                .into_iter()
+                .flat_map(|unit| shard::pieces(codec, unit, per_piece))
+                .map(Job::Piece)
+                .collect()
+        }
     }
 }
 

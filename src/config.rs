@@ -115,6 +115,9 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// Seconds to finish in-flight requests after SIGTERM.
     pub shutdown_grace_secs: f64,
+    /// The config file read, if any (not a key).
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
     /// The datasets by name.
     pub datasets: BTreeMap<String, DatasetConfig>,
 }
@@ -148,12 +151,46 @@ impl Default for Config {
             cache_max_age_secs: 60,
             metrics_token: None,
             shutdown_grace_secs: 30.0,
+            file: None,
             datasets: BTreeMap::new(),
         }
     }
 }
 
 const DEFAULT_CONFIG: &str = "config/default.toml";
+
+/// `path` with its `.` and `..` components resolved by name (stores take
+/// no `..`), e.g. `/srv/config/../sample` -> `/srv/sample`.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Where the config file is looked for when neither `--config` nor
+/// `ZARR_SERVE_CONFIG` names one, first found wins: the repository's
+/// `config/default.toml` under the working directory (so `cargo run`
+/// serves the sample), the user's `$XDG_CONFIG_HOME/zarr-serve/config.toml`
+/// (`~/.config/...`), then `/etc/zarr-serve/config.toml`.
+fn search_paths(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let user = env
+        .get("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env.get("HOME").map(|h| Path::new(h).join(".config")));
+    let mut paths = vec![PathBuf::from(DEFAULT_CONFIG)];
+    paths.extend(user.map(|d| d.join("zarr-serve").join("config.toml")));
+    paths.push(PathBuf::from("/etc/zarr-serve/config.toml"));
+    paths
+}
 
 impl Config {
     /// Load from the command line and environment; `Err` is a one-line message.
@@ -162,12 +199,13 @@ impl Config {
             .config
             .clone()
             .or_else(|| env.get("ZARR_SERVE_CONFIG").map(PathBuf::from));
+        let file = file.or_else(|| search_paths(env).into_iter().find(|p| p.is_file()));
         let mut config = match &file {
             Some(path) => Self::from_file(path)?,
-            None if Path::new(DEFAULT_CONFIG).exists() => Self::from_file(Path::new(DEFAULT_CONFIG))?,
             None => Self::default(),
         };
         config.apply_env(env)?;
+        config.file = file;
         if let Some(listen) = &cli.listen {
             config.listen = listen.clone();
         }
@@ -186,16 +224,30 @@ impl Config {
         Ok(config)
     }
 
+    /// The file's settings; relative local dataset paths in it are taken
+    /// from the file's directory, so they mean the same from anywhere.
     fn from_file(path: &Path) -> Result<Self, String> {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
+        let mut config: Self = toml::from_str(&text).map_err(|e| {
             format!(
                 "invalid config file {}: {}",
                 path.display(),
                 e.to_string().replace('\n', " ").trim()
             )
-        })
+        })?;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        for dataset in config.datasets.values_mut() {
+            let url = &dataset.url;
+            if !url.contains("://") && !url.starts_with("file:") && Path::new(url).is_relative() {
+                dataset.url = normalize(&dir.join(url)).to_string_lossy().into_owned();
+            }
+        }
+        Ok(config)
     }
 
     fn apply_env(&mut self, env: &BTreeMap<String, String>) -> Result<(), String> {
@@ -436,5 +488,44 @@ mod tests {
         let c = Config::from_file(&path).unwrap();
         assert!(c.datasets.contains_key("sample"));
         c.validate().unwrap();
+        // Its paths name the shipped sample from any working directory.
+        for dataset in c.datasets.values() {
+            assert!(!dataset.url.contains(".."), "{}", dataset.url);
+            let zarr_json = Path::new(&dataset.url).join("zarr.json");
+            let zgroup = Path::new(&dataset.url).join(".zgroup");
+            assert!(zarr_json.is_file() || zgroup.is_file(), "{}", dataset.url);
+        }
+    }
+
+    #[test]
+    fn relative_paths_in_a_config_file_are_from_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zs.toml");
+        let text = "[datasets.a]\nurl = \"./x/../data/a.zarr\"\n[datasets.b]\nurl = \"/abs/b.zarr\"\n\
+                    [datasets.c]\nurl = \"s3://bucket/c.zarr\"\n";
+        std::fs::write(&path, text).unwrap();
+        let c = load(&["--config", path.to_str().unwrap()], &[]).unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(Path::new(&c.datasets["a"].url), base.join("data/a.zarr"));
+        assert_eq!(c.datasets["b"].url, "/abs/b.zarr");
+        assert_eq!(c.datasets["c"].url, "s3://bucket/c.zarr");
+        assert_eq!(c.file.as_deref(), Some(path.as_path()));
+    }
+
+    #[test]
+    fn config_search_order() {
+        let env = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let paths = search_paths(&env(&[("HOME", "/home/u"), ("XDG_CONFIG_HOME", "/xdg")]));
+        let expected = [
+            "config/default.toml",
+            "/xdg/zarr-serve/config.toml",
+            "/etc/zarr-serve/config.toml",
+        ];
+        assert_eq!(paths, expected.map(PathBuf::from));
+        let paths = search_paths(&env(&[("HOME", "/home/u")]));
+        assert_eq!(paths[1], PathBuf::from("/home/u/.config/zarr-serve/config.toml"));
+        // ZARR_SERVE_CONFIG wins over every searched file.
+        let c = load(&[], &[("ZARR_SERVE_CONFIG", "/no/such/zs.toml")]).unwrap_err();
+        assert!(c.contains("/no/such/zs.toml"), "{c}");
     }
 }

@@ -60,7 +60,7 @@ async fn run() {
         .await
         .unwrap_or_else(|e| fail(&format!("cannot listen on {addr}: {e}")));
     let names: Vec<&String> = config.datasets.keys().collect();
-    tracing::info!(%addr, datasets = ?names, "zarr-serve listening");
+    tracing::info!(%addr, datasets = ?names, config = ?config.file, "zarr-serve listening");
     let grace = Duration::from_secs_f64(config.shutdown_grace_secs);
     if let Err(e) = serve(listener, state, shutdown_signal(), grace).await {
         tracing::error!(error = %e, "server error");

@@ -8,25 +8,45 @@ use clap::Parser;
 use zarr_serve::config::{Cli, Config};
 use zarr_serve::http::{serve, AppState};
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn fail(message: &str) -> ! {
     eprintln!("zarr-serve: {message}");
     std::process::exit(2);
 }
 
-/// `mi_option_purge_delay` in mimalloc.h (v2 and v3); the Rust bindings
-/// name no constant for it.
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// How often freed heap memory is handed back to the OS.
+const TRIM_EVERY: Duration = Duration::from_secs(1);
+
+/// Allocations from this size on get their own mapping, returned to the OS
+/// when freed.
+const MMAP_THRESHOLD: i32 = 1 << 20;
+
+/// Keep RSS near what is in use (glibc's allocator; BENCHMARKS.md):
+/// - large buffers (slabs, shard pieces, JSON pieces) are always mapped
+///   alone, instead of glibc raising its threshold to the largest buffer
+///   freed so far and keeping them in its heaps, where they fragment;
+///   `GLIBC_TUNABLES` still wins;
+/// - every [`TRIM_EVERY`] the free parts of every heap (one per thread
+///   under load) go back to the OS.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        if std::env::var_os("GLIBC_TUNABLES").is_none() {
+            // SAFETY: mallopt sets an option of glibc's allocator; called before any thread starts.
+            unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
+        }
+        std::thread::Builder::new()
+            .name("zarr-trim".into())
+            .spawn(|| loop {
+                std::thread::sleep(TRIM_EVERY);
+                // SAFETY: malloc_trim only walks glibc's own heaps, under their locks.
+                unsafe { libc::malloc_trim(0) };
+            })
+            .unwrap_or_else(|e| fail(&format!("cannot start the trim thread: {e}")));
+    }
+}
 
 fn main() {
-    // Give freed memory (tens of MiB per streamed slab) back to the OS after
-    // 10 ms rather than 1 s (BENCHMARKS.md); MIMALLOC_PURGE_DELAY still wins.
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: setting an option is a plain store that mimalloc reads on its next purge.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
-    }
+    tune_allocator();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -20,11 +20,19 @@ const TRIM_EVERY: Duration = Duration::from_secs(1);
 /// when freed.
 const MMAP_THRESHOLD: i32 = 1 << 20;
 
+/// Free memory at the top of a heap that a `free` gives back at once:
+/// glibc's default (128 KiB) gave it back on nearly every free and faulted
+/// the pages in again on the next allocation, a third of a reduction's CPU;
+/// much higher, and the heaps of other threads than the main one, which
+/// `malloc_trim` does not shrink, kept what a load left (BENCHMARKS.md).
+const TRIM_THRESHOLD: i32 = 4 << 20;
+
 /// Keep RSS near what is in use (glibc's allocator; BENCHMARKS.md):
 /// - large buffers (slabs, shard pieces, JSON pieces) are always mapped
 ///   alone, instead of glibc raising its threshold to the largest buffer
 ///   freed so far and keeping them in its heaps, where they fragment;
 ///   `GLIBC_TUNABLES` still wins;
+/// - no heap shrinks on `free` (see [`TRIM_THRESHOLD`]);
 /// - every [`TRIM_EVERY`] the free parts of every heap (one per thread
 ///   under load) go back to the OS.
 fn tune_allocator() {
@@ -32,7 +40,10 @@ fn tune_allocator() {
     {
         if std::env::var_os("GLIBC_TUNABLES").is_none() {
             // SAFETY: mallopt sets an option of glibc's allocator; called before any thread starts.
-            unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+            }
         }
         std::thread::Builder::new()
             .name("zarr-trim".into())

@@ -1,5 +1,5 @@
 //! Reductions and coarsening of a read's result (contract 2.5), folded
-//! slab by slab as the slabs arrive, so the input may be far larger than
+//! as the read's chunks are decoded, so the input may be far larger than
 //! memory: `reduce=min|max|sum|mean|std|count` over some axes, or over the
 //! blocks of `coarsen=`.
 //!
@@ -8,17 +8,21 @@
 //! partial blocks dropped). NaN is skipped (NumPy's `nanmin` ... `nanstd`,
 //! `ddof=0`). Float sums are compensated (Neumaier), integer sums exact
 //! (`i128`, wrapped to 64 bits like NumPy), and the standard deviation is
-//! Welford's. Slabs are folded in order into one set of accumulators, each
-//! fold on a decoding thread while the next slab is read.
+//! Welford's. Each decoded chunk's part is folded into one set of
+//! accumulators on the decoding thread that decoded it (under a lock), so
+//! no slab is assembled; points are folded slab by slab.
 
 use bytes::Bytes;
-use futures::StreamExt;
+use std::sync::{Arc, Mutex};
 
+use futures::{StreamExt, TryStreamExt};
+
+use super::cf::MaskAndScale;
 use super::data_type::DataType;
 use super::error::{Error, Result};
 use super::hierarchy::Dataset;
 use super::plan::ReadPlan;
-use super::read::Versions;
+use super::read::{BlockSink, Versions};
 
 /// A reduction operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -558,14 +562,14 @@ impl Folder {
         }
     }
 
-    /// Fold a slab: the result's elements whose first `slab_dim` index runs
-    /// from `start` (C order over `shape`, the slab's extent in result dims).
-    fn fold(&mut self, data: &[u8], shape: &[u64], slab_dim: Option<usize>, start: u64) {
+    /// Fold a block of the result: its elements, C order over `shape`,
+    /// placed at `origin` (both in result dimensions).
+    fn fold(&mut self, data: &[u8], shape: &[u64], origin: &[u64]) {
         // Each run's elements of type $t, converted by $conv, folded by $add.
         macro_rules! runs {
             ($t:ty, $conv:expr, $add:ident) => {{
                 const SIZE: usize = std::mem::size_of::<$t>();
-                self.walk(shape, slab_dim, start, |cells, cell, run| {
+                self.walk(shape, origin, |cells, cell, run| {
                     let bytes = &data[run.start * SIZE..run.end * SIZE];
                     let values = bytes
                         .chunks_exact(SIZE)
@@ -585,7 +589,7 @@ impl Folder {
             };
         }
         match self.input {
-            DataType::Bool => self.walk(shape, slab_dim, start, |cells, cell, run| {
+            DataType::Bool => self.walk(shape, origin, |cells, cell, run| {
                 cells.add_ints(cell, data[run].iter().map(|b| i64::from(*b != 0)));
             }),
             DataType::Int8 => ints!(i8, i64),
@@ -603,13 +607,49 @@ impl Folder {
         }
     }
 
-    /// Visit the elements of the slab inside the trimmed extent as runs of
+    /// The block's axes for [`Self::walk`]: trailing dimensions that are
+    /// reduced away whole and lie inside the extent are merged into one,
+    /// so a block reduced entirely is one run (not one per row).
+    fn axes(&self, shape: &[u64], origin: &[u64]) -> Axes {
+        let rank = shape.len();
+        let whole = |d: usize| self.out_strides[d] == 0 && origin[d] + shape[d] <= self.limits[d];
+        let mut split = rank;
+        while split > 0 && whole(split - 1) {
+            split -= 1;
+        }
+        let mut axes = Axes {
+            shape: shape.to_vec(),
+            origin: origin.to_vec(),
+            blocks: self.reduction.blocks.clone(),
+            strides: self.out_strides.clone(),
+            limits: self.limits.clone(),
+        };
+        if rank - split >= 2 {
+            let merged = shape[split..].iter().product();
+            for v in [
+                &mut axes.shape,
+                &mut axes.origin,
+                &mut axes.blocks,
+                &mut axes.strides,
+                &mut axes.limits,
+            ] {
+                v.truncate(split);
+            }
+            axes.shape.push(merged);
+            axes.origin.push(0);
+            axes.blocks.push(u64::MAX);
+            axes.strides.push(0);
+            axes.limits.push(u64::MAX);
+        }
+        axes
+    }
+
+    /// Visit the elements of the block inside the trimmed extent as runs of
     /// consecutive elements (at most [`PIECE`]) that share an output cell.
     fn walk(
         &mut self,
         shape: &[u64],
-        slab_dim: Option<usize>,
-        start: u64,
+        origin: &[u64],
         mut visit: impl FnMut(&mut Cells, usize, std::ops::Range<usize>),
     ) {
         let rank = shape.len();
@@ -620,20 +660,27 @@ impl Folder {
             visit(&mut self.cells, 0, 0..1);
             return;
         }
-        let blocks = &self.reduction.blocks;
-        let offset = |d: usize, i: u64| if Some(d) == slab_dim { i + start } else { i };
+        let Axes {
+            shape,
+            origin,
+            blocks,
+            strides,
+            limits,
+        } = self.axes(shape, origin);
+        let rank = shape.len();
+        let offset = |d: usize, i: u64| i + origin[d];
         let cell_of = |d: usize, i: u64, strides: &[u64]| (offset(d, i) / blocks[d]) * strides[d];
         let last = rank - 1;
         let row = shape[last];
-        let (first, block, step) = (offset(last, 0), blocks[last], self.out_strides[last]);
+        let (first, block, step) = (offset(last, 0), blocks[last], strides[last]);
         let mut index = vec![0u64; rank];
         let mut element = 0usize;
         loop {
             // Leading dimensions inside the trimmed extent?
-            let inside = (0..last).all(|d| offset(d, index[d]) < self.limits[d]);
+            let inside = (0..last).all(|d| offset(d, index[d]) < limits[d]);
             if inside {
-                let base: u64 = (0..last).map(|d| cell_of(d, index[d], &self.out_strides)).sum();
-                let end = row.min(self.limits[last].saturating_sub(first));
+                let base: u64 = (0..last).map(|d| cell_of(d, index[d], &strides)).sum();
+                let end = row.min(limits[last].saturating_sub(first));
                 let mut j = 0;
                 while j < end {
                     // A run: to the end of the row (the last dimension is
@@ -675,14 +722,50 @@ impl Folder {
 const PIECE: usize = 4096;
 
 impl Dataset {
-    /// Read `plan` slab by slab (pinned to `versions`), folding each into
-    /// `reduction` on the decoding threads while the next slab is read; the
-    /// output's little-endian elements.
+    /// Read `plan` (pinned to `versions`) folded by `reduction`; the
+    /// output's little-endian elements. Each decoded chunk's part is folded
+    /// on the decoding thread that decoded it, so no slab is assembled;
+    /// points (a result built by position) are folded slab by slab.
     pub async fn read_reduced(&self, plan: &ReadPlan, reduction: &Reduction, versions: Versions) -> Result<Bytes> {
         let input = plan.data_type();
         let out_type = reduction.output_type(input)?;
+        let folder = Folder::new(reduction.clone(), input);
+        let folder = match plan.points {
+            Some(_) => self.fold_slabs(plan, folder, versions).await?,
+            None => self.fold_chunks(plan, folder, &versions).await?,
+        };
+        Ok(Bytes::from(folder.cells.finish(out_type, input)?))
+    }
+
+    /// Fold every decoded block as it comes, two slabs' reads at a time.
+    async fn fold_chunks(&self, plan: &ReadPlan, folder: Folder, versions: &Versions) -> Result<Folder> {
+        let sink = Arc::new(FoldSink {
+            folder: Mutex::new(folder),
+            kept: plan.dims.iter().map(|d| !d.dropped).collect(),
+            cf: plan.cf.clone().map(|cf| (cf, plan.meta().data_type)),
+        });
+        let as_sink: Arc<dyn BlockSink> = sink.clone();
+        futures::stream::iter(0..plan.slab_count())
+            .map(|slab| {
+                let as_sink = as_sink.clone();
+                async move {
+                    let ticket = self.resources.ticket();
+                    self.read_slab(plan, slab, Some(versions), ticket, Some(&as_sink)).await
+                }
+            })
+            .buffer_unordered(2)
+            .try_for_each(|_| async { Ok(()) })
+            .await?;
+        drop(as_sink);
+        let sink = Arc::into_inner(sink).expect("the reads are done");
+        Ok(sink.folder.into_inner().expect("no fold panicked"))
+    }
+
+    /// Read `plan` slab by slab, folding each on the decoding threads while
+    /// the next slab is read.
+    async fn fold_slabs(&self, plan: &ReadPlan, mut folder: Folder, versions: Versions) -> Result<Folder> {
         let slab_dim = plan.slab_result_dim();
-        let mut folder = Folder::new(reduction.clone(), input);
+        let rank = plan.output_shape().len();
         let shapes: Vec<(Vec<u64>, u64)> = (0..plan.slab_count())
             .map(|s| (plan.slab_result_shape(s), plan.slab_result_start(s)))
             .collect();
@@ -692,8 +775,12 @@ impl Dataset {
             let data = slab?;
             let (shape, start) = shapes[next].clone();
             next += 1;
+            let mut origin = vec![0; rank];
+            if let Some(d) = slab_dim {
+                origin[d] = start;
+            }
             let job = move || {
-                folder.fold(&data, &shape, slab_dim, start);
+                folder.fold(&data, &shape, &origin);
                 folder
             };
             folder = self
@@ -703,7 +790,47 @@ impl Dataset {
                 .await
                 .map_err(|panic| Error::Internal(format!("a reduction panicked: {panic}")))?;
         }
-        Ok(Bytes::from(folder.cells.finish(out_type, input)?))
+        Ok(folder)
+    }
+}
+
+/// A block's extent and, per dimension, its reduction block length, output
+/// stride and trimmed extent (see [`Folder::axes`]).
+struct Axes {
+    shape: Vec<u64>,
+    origin: Vec<u64>,
+    blocks: Vec<u64>,
+    strides: Vec<u64>,
+    limits: Vec<u64>,
+}
+
+/// Folds the blocks of a read as they are decoded, from any decoding thread.
+struct FoldSink {
+    folder: Mutex<Folder>,
+    /// Which array dimensions the result keeps (a dropped one is an index).
+    kept: Vec<bool>,
+    /// CF decoding, of elements stored as this type.
+    cf: Option<(Arc<MaskAndScale>, DataType)>,
+}
+
+impl BlockSink for FoldSink {
+    fn take(&self, data: &[u8], shape: &[u64], origin: &[u64]) -> Result<()> {
+        let in_result =
+            |v: &[u64]| -> Vec<u64> { v.iter().zip(&self.kept).filter(|(_, k)| **k).map(|(x, _)| *x).collect() };
+        let (shape, origin) = (in_result(shape), in_result(origin));
+        let decoded;
+        let data = match &self.cf {
+            Some((cf, stored)) => {
+                decoded = cf.decode(*stored, &Bytes::copy_from_slice(data))?;
+                &decoded[..]
+            }
+            None => data,
+        };
+        self.folder
+            .lock()
+            .expect("no fold panicked")
+            .fold(data, &shape, &origin);
+        Ok(())
     }
 }
 
@@ -735,8 +862,10 @@ mod tests {
         first[0] = half;
         let mut second = shape.to_vec();
         second[0] = shape[0] - half;
-        f.fold(&data[..half as usize * row], &first, Some(0), 0);
-        f.fold(&data[half as usize * row..], &second, Some(0), half);
+        let mut origin = vec![0; shape.len()];
+        f.fold(&data[..half as usize * row], &first, &origin);
+        origin[0] = half;
+        f.fold(&data[half as usize * row..], &second, &origin);
         f.cells.finish(out_type, dt)
     }
 

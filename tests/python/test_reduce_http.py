@@ -75,6 +75,79 @@ def test_reductions_match_numpy(entry):
             assert close(got, want), f"{params}: {got.ravel()[:4]} != {want.ravel()[:4]}"
 
 
+SELECTED = [a for a in ARRAYS if len(a["shape"]) >= 2 and all(n >= 2 for n in a["shape"])][:60]
+
+
+def random_selection(rng, shape):
+    """One `select` item per dimension (a strided or reversed slice, an
+    index, or an index list) and the NumPy index doing the same, applied
+    dimension by dimension (orthogonal)."""
+    items, index = [], []
+    for n in shape:
+        kind = rng.integers(0, 4)
+        if kind == 0:
+            i = int(rng.integers(-n, n))
+            items.append(str(i))
+            index.append(i)
+        elif kind == 1:
+            k = rng.integers(1, min(n, 6) + 1)
+            picks = [int(x) for x in rng.integers(-n, n, size=k)]
+            items.append("[" + ",".join(map(str, picks)) + "]")
+            index.append(picks)
+        else:
+            step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+            a, b = sorted(int(x) for x in rng.integers(0, n + 1, size=2))
+            if a == b:
+                b = min(n, a + 1) if a < n else a
+                a = b - 1
+            s = slice(a, b, step) if step > 0 else slice(b - 1, None if a == 0 else a - 1, step)
+            text = lambda v: "" if v is None else str(v)  # noqa: E731
+            items.append(f"{text(s.start)}:{text(s.stop)}:{step}")
+            index.append(s)
+    return ",".join(items), index
+
+
+def orthogonal(a: np.ndarray, index) -> np.ndarray:
+    """NumPy's `oindex`: each dimension's index on its own."""
+    out = a
+    dim = 0
+    for ix in index:
+        if isinstance(ix, int):
+            out = np.take(out, ix, axis=dim)
+            continue
+        if isinstance(ix, list):
+            out = np.take(out, ix, axis=dim)
+        else:
+            out = out[(slice(None),) * dim + (ix,)]
+        dim += 1
+    return out
+
+
+@pytest.mark.parametrize("entry", SELECTED, ids=[a["path"] for a in SELECTED])
+def test_reductions_of_selections_match_numpy(entry):
+    """Reductions over strided, reversed, indexed and listed selections:
+    the parts of chunks folded where they are decoded, gathered or in place."""
+    full = expected(entry)
+    rng = np.random.default_rng(abs(hash(entry["path"])) % 2**32 + 2)
+    for _ in range(3):
+        select, index = random_selection(rng, full.shape)
+        part = orthogonal(full, index)
+        if part.size == 0:
+            continue
+        op = str(rng.choice(OPS))
+        axis = None
+        if part.ndim and rng.integers(0, 2):
+            axis = tuple(sorted(int(d) for d in rng.choice(part.ndim, size=int(rng.integers(1, part.ndim + 1)), replace=False)))
+        params = {"reduce": op, "select": select}
+        if axis is not None:
+            params["axis"] = ",".join(map(str, axis))
+        r = get(entry["path"], params)
+        assert r.status_code == 200, f"{params}: {r.status_code} {r.text[:200]}"
+        got = np.load(io.BytesIO(r.content))
+        want = numpy_reduce(op, part, axis)
+        assert close(got, want), f"{params}: {got.ravel()[:4]} != {want.ravel()[:4]}"
+
+
 COARSEN = [a for a in ARRAYS if a["data_type"] in ("float32", "float64", "int16", "uint8", "int32")
            and all(n >= 2 for n in a["shape"])][:40]
 

@@ -9,10 +9,13 @@
 //!   needed inner chunks' byte ranges;
 //! - [`slab`]: slab assembly: decode batches and copy into the output;
 //! - [`stream`]: a multi-slab read as a stream of slabs, within the slab
-//!   budget.
+//!   budget;
+//! - [`sink`]: a read whose decoded blocks go to a consumer (a reduction)
+//!   instead of slabs.
 
 mod fetch;
 mod shard;
+mod sink;
 mod slab;
 mod stream;
 
@@ -20,6 +23,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 pub use fetch::Versions;
+pub(crate) use sink::BlockSink;
 
 use super::cf::MaskAndScale;
 use super::error::{Error, Result};
@@ -73,12 +77,12 @@ impl Dataset {
     /// Read the whole region into memory.
     pub async fn read_all(&self, plan: &ReadPlan) -> Result<(Bytes, Versions)> {
         if plan.slab_count() == 1 {
-            return self.read_slab(plan, 0, None, self.resources.ticket()).await;
+            return self.read_slab(plan, 0, None, self.resources.ticket(), None).await;
         }
         let mut out = Vec::with_capacity(plan.output_bytes() as usize);
         let mut versions = Versions::new();
         for slab in 0..plan.slab_count() {
-            let (data, v) = self.read_slab(plan, slab, None, self.resources.ticket()).await?;
+            let (data, v) = self.read_slab(plan, slab, None, self.resources.ticket(), None).await?;
             out.extend_from_slice(&data);
             versions.extend(v);
         }

@@ -14,6 +14,7 @@ use futures::StreamExt;
 
 use super::fetch::{Item, Source, Versions};
 use super::shard::{self, Piece};
+use super::sink::{sink_chunk, BlockSink};
 use crate::buffer_pool::{self, BufferPool};
 use crate::engine::cache::ChunkKey;
 use crate::engine::codec::CodecChain;
@@ -40,22 +41,28 @@ impl Dataset {
     /// With `pinned`, every key must still have that version. Its chunks
     /// decode after those of slabs with a lower `ticket`
     /// ([`crate::engine::Resources::ticket`], taken when the slab starts).
+    /// With a `sink`, each decoded chunk's part goes to it on the decoding
+    /// thread instead, and the bytes returned are empty (no slab is held).
     pub(crate) async fn read_slab(
         &self,
         plan: &ReadPlan,
         slab: usize,
         pinned: Option<&Versions>,
         ticket: Priority,
+        sink: Option<&Arc<dyn BlockSink>>,
     ) -> Result<(Bytes, Versions)> {
         let meta = plan.meta();
         let resources = &self.resources;
         let shape = plan.slab_shape(slab);
         let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
-        let size = shape.iter().product::<u64>() as usize * meta.data_type.size();
+        let size = match sink {
+            Some(_) => 0,
+            None => shape.iter().product::<u64>() as usize * meta.data_type.size(),
+        };
         let held = resources.hold_slab_bytes(size).await?;
         // A whole decoded unit is the result as it is; else copy into a buffer.
         let mut whole: Option<Bytes> = None;
-        let mut out = if plan.whole_unit {
+        let mut out = if plan.whole_unit || sink.is_some() {
             Vec::new()
         } else {
             resources.buffers.take(size)
@@ -87,6 +94,9 @@ impl Dataset {
                 Some(done) = decoding.next(), if !decoding.is_empty() => {
                     let done: Result<Vec<Decoded>> = done;
                     for mut item in done? {
+                        if sink.is_some() {
+                            // Already taken by the sink; only the cache is left to fill.
+                        } else {
                         if let Some((d, start)) = slab_start {
                             item.placement.shift(d, start);
                         }
@@ -104,6 +114,7 @@ impl Dataset {
                                     item.placement.copy(src, &plan.read_shape, &mut out, &shape, &meta.fill_value);
                                 }
                             }
+                        }
                         }
                         if let (Some(key), Some(data)) = (item.cache_as, item.data) {
                             // A copy: decoded bytes may be a slice of a larger
@@ -124,7 +135,7 @@ impl Dataset {
                             let encoded = batch.iter().filter(|i| matches!(i.source, Source::Encoded(_))).count();
                             resources.chunks_decoded.fetch_add(encoded as u64, Ordering::Relaxed);
                             let key = fetched.key.clone();
-                            let job = self.decode_items(fetched.codecs.clone(), batch, inline, ticket);
+                            let job = self.decode_items(fetched.codecs.clone(), batch, inline, ticket, sink.cloned(), plan);
                             decoding.push(async move { job.await.map_err(|e| e.at_key(&key)) });
                         }
                         versions.insert(fetched.key, fetched.version);
@@ -132,6 +143,9 @@ impl Dataset {
                 },
                 else => break,
             }
+        }
+        if sink.is_some() {
+            return Ok((Bytes::new(), versions));
         }
         let data = match (whole, variable) {
             (Some(data), _) => data,
@@ -149,15 +163,33 @@ impl Dataset {
         Ok((data, versions))
     }
 
-    /// Decode `items` (on the decoding threads at `priority`, unless `inline`).
+    /// Decode `items` (on the decoding threads at `priority`, unless
+    /// `inline`), and hand each to `sink` if there is one (then only those
+    /// to cache keep their bytes).
     async fn decode_items(
         &self,
         codecs: Arc<CodecChain>,
         items: Vec<Item>,
         inline: bool,
         priority: Priority,
+        sink: Option<Arc<dyn BlockSink>>,
+        plan: &ReadPlan,
     ) -> Result<Vec<Decoded>> {
-        let work = move || items.into_iter().map(|item| decode_item(&codecs, item)).collect();
+        let (read_shape, fill) = (plan.read_shape.clone(), plan.meta().fill_value.clone());
+        let work = move || {
+            let mut decoded = Vec::with_capacity(items.len());
+            for item in items {
+                let mut item = decode_item(&codecs, item)?;
+                if let Some(sink) = &sink {
+                    sink_chunk(sink.as_ref(), item.data.as_deref(), &read_shape, &item.placement, &fill)?;
+                    if item.cache_as.is_none() {
+                        item.data = None;
+                    }
+                }
+                decoded.push(item);
+            }
+            Ok(decoded)
+        };
         if inline {
             return work();
         }

@@ -51,7 +51,7 @@ impl Dataset {
                 let shared = shared.clone();
                 AbortOnDropHandle::new(tokio::spawn(async move {
                     let (dataset, plan, versions) = &*shared;
-                    let (data, _) = dataset.read_slab(plan, slab, Some(versions), ticket).await?;
+                    let (data, _) = dataset.read_slab(plan, slab, Some(versions), ticket, None).await?;
                     // The slot is free again when the consumer drops the bytes.
                     Ok::<_, Error>(buffer_pool::holding(data, slot))
                 }))

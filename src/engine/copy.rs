@@ -38,6 +38,56 @@ pub fn copy_block(
     block: &Block,
     fill: &[u8],
 ) {
+    // SAFETY: `dst` is borrowed exclusively for the whole copy.
+    unsafe { copy_block_to(src, src_shape, Destination::of(dst), dst_shape, block, fill) }
+}
+
+/// A C-order array of elements written through a pointer, so that several
+/// threads can write disjoint blocks of one buffer at once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Destination {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Destination {
+    /// The bytes of `buffer`.
+    pub(crate) fn of(buffer: &mut [u8]) -> Self {
+        Self {
+            ptr: buffer.as_mut_ptr(),
+            len: buffer.len(),
+        }
+    }
+
+    /// `len` bytes from `start` (bounds checked) as a slice.
+    ///
+    /// # Safety
+    /// The destination's bytes must be valid for writes for as long as the
+    /// slice (of a lifetime the caller picks) lives, and no other
+    /// thread may touch these bytes while the slice lives.
+    pub(crate) unsafe fn slice<'a>(self, start: usize, len: usize) -> &'a mut [u8] {
+        assert!(
+            start.checked_add(len).is_some_and(|end| end <= self.len),
+            "a write past the buffer"
+        );
+        // SAFETY: in bounds (checked above); exclusive by the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
+    }
+}
+
+/// [`copy_block`] into a [`Destination`].
+///
+/// # Safety
+/// `dst` must be valid for writes, and no other thread may touch the
+/// bytes this block writes while it runs.
+pub(crate) unsafe fn copy_block_to(
+    src: Option<&[u8]>,
+    src_shape: &[u64],
+    dst: Destination,
+    dst_shape: &[u64],
+    block: &Block,
+    fill: &[u8],
+) {
     let size = fill.len();
     let rank = block.count.len();
     if block.count.contains(&0) {
@@ -73,9 +123,11 @@ pub fn copy_block(
     let mut index = vec![0u64; outer];
     loop {
         let (s, t) = (src_off as usize * size, dst_off as usize * size);
+        // SAFETY: the caller's promise for the bytes of this block.
+        let out = unsafe { dst.slice(t, run_bytes) };
         match src {
-            Some(src) => dst[t..t + run_bytes].copy_from_slice(&src[s..s + run_bytes]),
-            None => fill_run(&mut dst[t..t + run_bytes], fill),
+            Some(src) => out.copy_from_slice(&src[s..s + run_bytes]),
+            None => fill_run(out, fill),
         }
         // Advance the outer multi-index (C order).
         let mut d = outer;

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::cf::MaskAndScale;
-use super::copy::{copy_block, source_prefix_elements, Block};
+use super::copy::{copy_block_to, source_prefix_elements, Block, Destination};
 use super::data_type::DataType;
 use super::error::Result;
 use super::metadata::ArrayMetadata;
@@ -399,10 +399,28 @@ impl Placement {
     /// Copy the placed elements of `src` (a decoded chunk of `src_shape`;
     /// `None`: every element is `fill`) into `dst` (shape `dst_shape`).
     pub(crate) fn copy(&self, src: Option<&[u8]>, src_shape: &[u64], dst: &mut [u8], dst_shape: &[u64], fill: &[u8]) {
+        // SAFETY: `dst` is borrowed exclusively for the whole copy.
+        unsafe { self.copy_to(src, src_shape, Destination::of(dst), dst_shape, fill) }
+    }
+
+    /// [`Placement::copy`] into a [`Destination`].
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes, and no other thread may touch the
+    /// elements this placement writes while it runs.
+    pub(crate) unsafe fn copy_to(
+        &self,
+        src: Option<&[u8]>,
+        src_shape: &[u64],
+        dst: Destination,
+        dst_shape: &[u64],
+        fill: &[u8],
+    ) {
         match self {
             Placement::Blocks(blocks) => {
                 for b in blocks {
-                    copy_block(src, src_shape, dst, dst_shape, b, fill);
+                    // SAFETY: the caller's promise, block by block.
+                    unsafe { copy_block_to(src, src_shape, dst, dst_shape, b, fill) };
                 }
             }
             Placement::Points(points) => {
@@ -410,7 +428,8 @@ impl Placement {
                 for &(from, to) in points {
                     let (from, to) = (from as usize * size, to as usize * size);
                     let element = src.map_or(fill, |s| &s[from..from + size]);
-                    dst[to..to + size].copy_from_slice(element);
+                    // SAFETY: the caller's promise, element by element.
+                    unsafe { dst.slice(to, size) }.copy_from_slice(element);
                 }
             }
         }

@@ -233,6 +233,41 @@ impl CodecChain {
         self.decode_up_to(encoded, Some(prefix).filter(|_| self.prefix_decodable()))
     }
 
+    /// Decode like [`CodecChain::decode`] and hand the elements to `take`.
+    /// Where the chain allows (`bytes` with nothing to swap, then `zstd` of
+    /// a known size, then only `crc32c`), the elements are decoded into
+    /// `scratch`, a buffer reused from chunk to chunk, which stays in the
+    /// cache for `take` and costs no allocation.
+    pub(crate) fn decode_with<T>(
+        &self,
+        encoded: Bytes,
+        scratch: &mut Vec<u8>,
+        take: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T> {
+        let expected = self.decoded_sizes.first().copied().flatten();
+        let (Some(expected), true) = (expected, self.scratch_decodable()) else {
+            return Ok(take(&self.decode(encoded)?));
+        };
+        let mut bytes = encoded;
+        for (b2b, size) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).skip(1).rev() {
+            bytes = b2b.decode(bytes, *size)?;
+        }
+        let BytesToBytesCodec::Zstd(zstd) = &self.bytes_to_bytes[0] else {
+            unreachable!("checked by scratch_decodable")
+        };
+        zstd.decode_into(&bytes, expected, scratch)?;
+        Ok(take(scratch))
+    }
+
+    /// Whether [`CodecChain::decode_with`] can decode into its scratch buffer.
+    fn scratch_decodable(&self) -> bool {
+        let identity = match &self.array_to_bytes {
+            ArrayToBytesCodec::Bytes(codec) => codec.is_identity(&self.array_to_bytes_repr),
+            _ => false,
+        };
+        identity && self.prefix_decodable() && self.decoded_sizes[0] == Some(self.array_to_bytes_repr.size_bytes())
+    }
+
     /// Whether the decoded chunk's leading bytes come from the leading
     /// bytes of one zstd stream: no array->array codec, `bytes`, then `zstd`
     /// innermost and only `crc32c` outside it.

@@ -18,6 +18,7 @@ use super::sink::{sink_chunk, BlockSink};
 use crate::buffer_pool::{self, BufferPool};
 use crate::engine::cache::ChunkKey;
 use crate::engine::codec::CodecChain;
+use crate::engine::copy::Destination;
 use crate::engine::decode_pool::Priority;
 use crate::engine::error::{Error, Result};
 use crate::engine::hierarchy::Dataset;
@@ -70,6 +71,14 @@ impl Dataset {
         let mut versions = Versions::new();
         // Variable-length elements are placed as handles, resolved at the end.
         let mut variable = meta.data_type.is_variable().then(Gather::default);
+        // Fixed-size elements are copied into the slab by the decoding threads.
+        let shared = (sink.is_none() && !plan.whole_unit && variable.is_none() && size > 0)
+            .then(|| Arc::new(SharedSlab::new(std::mem::take(&mut out), shape.clone(), slab_start)));
+        let target = match (sink, &shared) {
+            (Some(sink), _) => Target::Sink(sink.clone()),
+            (None, Some(slab)) => Target::Slab(slab.clone()),
+            (None, None) => Target::Caller,
+        };
         let chunk_elements = plan.read_shape.iter().product::<u64>() as usize;
         let jobs = jobs(plan, slab, resources.read.batch_bytes);
         let inline = jobs.len() <= 1;
@@ -94,8 +103,9 @@ impl Dataset {
                 Some(done) = decoding.next(), if !decoding.is_empty() => {
                     let done: Result<Vec<Decoded>> = done;
                     for mut item in done? {
-                        if sink.is_some() {
-                            // Already taken by the sink; only the cache is left to fill.
+                        if sink.is_some() || shared.is_some() {
+                            // Already taken by the sink or copied into the
+                            // slab; only the cache is left to fill.
                         } else {
                         if let Some((d, start)) = slab_start {
                             item.placement.shift(d, start);
@@ -135,7 +145,7 @@ impl Dataset {
                             let encoded = batch.iter().filter(|i| matches!(i.source, Source::Encoded(_))).count();
                             resources.chunks_decoded.fetch_add(encoded as u64, Ordering::Relaxed);
                             let key = fetched.key.clone();
-                            let job = self.decode_items(fetched.codecs.clone(), batch, inline, ticket, sink.cloned(), plan);
+                            let job = self.decode_items(fetched.codecs.clone(), batch, inline, ticket, target.clone(), plan);
                             decoding.push(async move { job.await.map_err(|e| e.at_key(&key)) });
                         }
                         versions.insert(fetched.key, fetched.version);
@@ -146,6 +156,13 @@ impl Dataset {
         }
         if sink.is_some() {
             return Ok((Bytes::new(), versions));
+        }
+        drop(target);
+        if let Some(slab) = shared {
+            // Every decoding job has ended (each was awaited), so this is the last reference.
+            out = Arc::try_unwrap(slab)
+                .map_err(|_| Error::Internal("a slab is still shared after its reads".into()))?
+                .into_inner();
         }
         let data = match (whole, variable) {
             (Some(data), _) => data,
@@ -164,28 +181,33 @@ impl Dataset {
     }
 
     /// Decode `items` (on the decoding threads at `priority`, unless
-    /// `inline`), and hand each to `sink` if there is one (then only those
-    /// to cache keep their bytes).
+    /// `inline`) and hand each to `target`: those handed to a sink or
+    /// copied into the slab keep their bytes only when they are to be cached.
     async fn decode_items(
         &self,
         codecs: Arc<CodecChain>,
         items: Vec<Item>,
         inline: bool,
         priority: Priority,
-        sink: Option<Arc<dyn BlockSink>>,
+        target: Target,
         plan: &ReadPlan,
     ) -> Result<Vec<Decoded>> {
         let (read_shape, fill) = (plan.read_shape.clone(), plan.meta().fill_value.clone());
         let work = move || {
             let mut decoded = Vec::with_capacity(items.len());
             for item in items {
-                let mut item = decode_item(&codecs, item)?;
-                if let Some(sink) = &sink {
-                    sink_chunk(sink.as_ref(), item.data.as_deref(), &read_shape, &item.placement, &fill)?;
-                    if item.cache_as.is_none() {
-                        item.data = None;
+                let item = match &target {
+                    Target::Caller => decode_item(&codecs, item)?,
+                    Target::Sink(sink) => {
+                        let mut item = decode_item(&codecs, item)?;
+                        sink_chunk(sink.as_ref(), item.data.as_deref(), &read_shape, &item.placement, &fill)?;
+                        if item.cache_as.is_none() {
+                            item.data = None;
+                        }
+                        item
                     }
-                }
+                    Target::Slab(slab) => slab.decode_into(&codecs, item, &read_shape, &fill)?,
+                };
                 decoded.push(item);
             }
             Ok(decoded)
@@ -198,6 +220,98 @@ impl Dataset {
             .run(priority, work)
             .await
             .unwrap_or_else(|panic| Err(Error::Internal(format!("a decoder panicked: {panic}"))))
+    }
+}
+
+/// Where decoded chunks go.
+#[derive(Clone)]
+enum Target {
+    /// Back to the caller, which copies them.
+    Caller,
+    /// To a block sink, on the decoding thread.
+    Sink(Arc<dyn BlockSink>),
+    /// Into the slab, on the decoding thread.
+    Slab(Arc<SharedSlab>),
+}
+
+/// Decoded chunks of at most this many bytes are decoded into a buffer of
+/// the decoding thread's own, reused for the next chunk.
+const SCRATCH_MAX_BYTES: usize = 4 << 20;
+
+thread_local! {
+    /// This thread's buffer for chunks decoded only to be copied.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A slab's buffer that the decoding threads write at once, each the
+/// elements of its chunks: every output element lies in exactly one
+/// chunk's placement, so no two writes touch the same bytes.
+struct SharedSlab {
+    buffer: Vec<u8>,
+    destination: Destination,
+    shape: Vec<u64>,
+    /// The slab's place in the whole result: (dimension, first position).
+    start: Option<(usize, u64)>,
+}
+
+// SAFETY: the buffer is written only through `destination`, by
+// placements of distinct chunks, which write disjoint elements; it is read
+// only after the last reference is given back (`into_inner`).
+unsafe impl Send for SharedSlab {}
+// SAFETY: as above.
+unsafe impl Sync for SharedSlab {}
+
+impl SharedSlab {
+    fn new(mut buffer: Vec<u8>, shape: Vec<u64>, start: Option<(usize, u64)>) -> Self {
+        let destination = Destination::of(&mut buffer);
+        Self {
+            buffer,
+            destination,
+            shape,
+            start,
+        }
+    }
+
+    /// Decode `item` and copy its part into the slab; its bytes are kept
+    /// only when it is to be cached.
+    fn decode_into(&self, codecs: &CodecChain, mut item: Item, read_shape: &[u64], fill: &[u8]) -> Result<Decoded> {
+        if let Some((d, start)) = self.start {
+            item.placement.shift(d, start);
+        }
+        let whole = codecs.decoded_repr().size_bytes();
+        let copy = |data: Option<&[u8]>, placement: &Placement| {
+            // SAFETY: the buffer outlives `self`'s references, and this
+            // chunk's elements are written by no one else.
+            unsafe { placement.copy_to(data, read_shape, self.destination, &self.shape, fill) }
+        };
+        match item.source {
+            Source::Encoded(bytes)
+                if item.cache_as.is_none()
+                    && whole <= SCRATCH_MAX_BYTES
+                    && worth_a_prefix(codecs, &item.placement).is_none() =>
+            {
+                SCRATCH.with_borrow_mut(|scratch| {
+                    codecs.decode_with(bytes, scratch, |data| copy(Some(data), &item.placement))
+                })?;
+                Ok(Decoded {
+                    data: None,
+                    placement: item.placement,
+                    cache_as: None,
+                })
+            }
+            _ => {
+                let mut decoded = decode_item(codecs, item)?;
+                copy(decoded.data.as_deref(), &decoded.placement);
+                if decoded.cache_as.is_none() {
+                    decoded.data = None;
+                }
+                Ok(decoded)
+            }
+        }
+    }
+
+    fn into_inner(self) -> Vec<u8> {
+        self.buffer
     }
 }
 
@@ -242,21 +356,22 @@ fn decode_item(codecs: &CodecChain, item: Item) -> Result<Decoded> {
     let data = match item.source {
         Source::Fill => None,
         Source::Decoded(bytes) => Some(bytes),
-        Source::Encoded(bytes) => {
-            let repr = codecs.decoded_repr();
-            let elements = item.placement.prefix_elements(&repr.shape);
-            let prefix = elements as usize * repr.data_type.size();
-            let spared = repr.size_bytes().saturating_sub(prefix);
-            if item.cache_as.is_some() || spared < PREFIX_SPARES_AT_LEAST {
-                Some(codecs.decode(bytes)?)
-            } else {
-                Some(codecs.decode_prefix(bytes, prefix)?)
-            }
-        }
+        Source::Encoded(bytes) => match worth_a_prefix(codecs, &item.placement) {
+            Some(prefix) if item.cache_as.is_none() => Some(codecs.decode_prefix(bytes, prefix)?),
+            _ => Some(codecs.decode(bytes)?),
+        },
     };
     Ok(Decoded {
         data,
         placement: item.placement,
         cache_as: item.cache_as,
     })
+}
+
+/// The bytes of a chunk to decode when the copy of `placement` reads no
+/// further and stopping there spares enough to pay (see [`PREFIX_SPARES_AT_LEAST`]).
+fn worth_a_prefix(codecs: &CodecChain, placement: &Placement) -> Option<usize> {
+    let repr = codecs.decoded_repr();
+    let prefix = placement.prefix_elements(&repr.shape) as usize * repr.data_type.size();
+    (repr.size_bytes().saturating_sub(prefix) >= PREFIX_SPARES_AT_LEAST).then_some(prefix)
 }

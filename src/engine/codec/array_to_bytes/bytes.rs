@@ -83,11 +83,16 @@ impl BytesCodec {
         Ok(self.to_little_endian(encoded, repr))
     }
 
+    /// Whether encoded chunks of `repr` are their little-endian elements as they are.
+    pub(crate) fn is_identity(&self, repr: &ChunkRepr) -> bool {
+        self.endian != Some(Endian::Big) || repr.data_type.swap_unit() == 1
+    }
+
     fn to_little_endian(&self, encoded: Bytes, repr: &ChunkRepr) -> Bytes {
-        let unit = repr.data_type.swap_unit();
-        if self.endian != Some(Endian::Big) || unit == 1 {
+        if self.is_identity(repr) {
             return encoded;
         }
+        let unit = repr.data_type.swap_unit();
         let mut out = encoded.to_vec();
         for element in out.chunks_exact_mut(unit) {
             element.reverse();

@@ -62,6 +62,22 @@ impl ZstdCodec {
     }
 }
 
+impl ZstdCodec {
+    /// Decompress into `out` (its old contents dropped, its capacity
+    /// reused), which must then hold exactly `expected` bytes.
+    pub(crate) fn decode_into(&self, encoded: &[u8], expected: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        out.reserve(expected);
+        let written = with_context(|dctx| dctx.decompress(out, encoded).map_err(failed))?;
+        if written != expected {
+            return Err(corrupt(format!(
+                "zstd decompressed to {written} bytes, expected {expected}"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The Content_Checksum_flag of a frame header's descriptor byte.
 const CONTENT_CHECKSUM_FLAG: u8 = 0x04;
 
@@ -124,6 +140,16 @@ mod tests {
         assert!(ZstdCodec.decode(&encoded, Some(9999)).is_err());
         assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], Some(10000)).is_err());
         assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], None).is_err());
+        // Into a reused buffer, larger or smaller than needed.
+        for mut out in [Vec::new(), vec![7u8; 20000]] {
+            ZstdCodec.decode_into(&encoded, 10000, &mut out).unwrap();
+            assert_eq!(out, data);
+            assert!(ZstdCodec.decode_into(&encoded, 9999, &mut out).is_err());
+            assert!(ZstdCodec.decode_into(&encoded, 10001, &mut out).is_err());
+            assert!(ZstdCodec
+                .decode_into(&encoded[..encoded.len() / 2], 10000, &mut out)
+                .is_err());
+        }
     }
 
     fn frame(data: &[u8], checksum: bool) -> Vec<u8> {

@@ -72,7 +72,7 @@ def render(res):
     r1 = ratio(warm_mbps, ts_r.get("mb_per_s"))
     L.append(f"| Bulk 128 MiB region, binary over HTTP, warm (best of {len(bulk.get('warm', []))}) | "
              f"{fmt(warm_mbps, ' MB/s')} | tensorstore {fmt(ts_r.get('mb_per_s'), ' MB/s')} | "
-             f"{fmt(r1, 'x', 2)} | >= 1.0x | {verdict(None if r1 is None else r1 >= 1.0)} |")
+             f"{fmt(r1, 'x', 2)} | >= 1.3x (v1: 1.0x) | {verdict(None if r1 is None else r1 >= 1.3)} |")
     r2 = ratio(warm_mbps, zp_r.get("mb_per_s"))
     L.append(f"| ″ | ″ | zarr-python {fmt(zp_r.get('mb_per_s'), ' MB/s')} | {fmt(r2, 'x', 2)} | >= 3x | "
              f"{verdict(None if r2 is None else r2 >= 3.0)} |")
@@ -84,17 +84,19 @@ def render(res):
              f"tensorstore {fmt(ts_r.get('mb_per_s'), ' MB/s')} | {fmt(ratio(acc_mbps, ts_r.get('mb_per_s')), 'x', 2)} | – | |")
     L.append(f"| Bulk region, cold (first request of a fresh server) | {fmt(cold_mbps, ' MB/s')} | "
              f"tensorstore {fmt(ts_r.get('mb_per_s'), ' MB/s')} | {fmt(ratio(cold_mbps, ts_r.get('mb_per_s')), 'x', 2)} | – | |")
+    rw = ratio(whole_mbps, ts_w.get("mb_per_s"))
     L.append(f"| Whole 1 GiB volume over HTTP (fresh server) | {fmt(whole_mbps, ' MB/s')} | "
              f"tensorstore {fmt(ts_w.get('mb_per_s'), ' MB/s')}, zarr-python {fmt(zp_w.get('mb_per_s'), ' MB/s')} | "
-             f"{fmt(ratio(whole_mbps, ts_w.get('mb_per_s')), 'x', 2)} vs ts | – | |")
+             f"{fmt(rw, 'x', 2)} vs ts | >= 1.5x | {verdict(None if rw is None else rw >= 1.5)} |")
     r3 = ratio(tz.get("rps"), tn.get("rps"))
     L.append(f"| Tiles, 64 KiB, req/s at {res['params']['conns']} conns | {fmt(tz.get('rps'))} | "
-             f"nginx {fmt(tn.get('rps'))} | {fmt(r3, 'x', 2)} | >= 0.5x nginx | {verdict(None if r3 is None else r3 >= 0.5)} |")
+             f"nginx {fmt(tn.get('rps'))} | {fmt(r3, 'x', 2)} | >= 0.7x nginx (v1: 0.5x) | {verdict(None if r3 is None else r3 >= 0.7)} |")
     pr = ratio(lz.get("p99"), lz.get("p50"))
     L.append(f"| Tiles latency p50 / p99 | {fmt(lz.get('p50', 0) / 1000 if lz else None, ' ms', 2)} / "
              f"{fmt(lz.get('p99', 0) / 1000 if lz else None, ' ms', 2)} | nginx "
              f"{fmt(ln.get('p50', 0) / 1000 if ln else None, ' ms', 2)} / {fmt(ln.get('p99', 0) / 1000 if ln else None, ' ms', 2)} | "
-             f"p99/p50 = {fmt(pr, '', 1)} | p99 < 10x p50 | {verdict(None if pr is None else pr < 10)} |")
+             f"p99/p50 = {fmt(pr, '', 1)} | p99 < 5 ms (v1: < 10x p50) | "
+             f"{verdict(None if not lz else lz.get('p99', 0) < 5000)} |")
     tv = res.get("tiles_v2_view", {})
     r5 = ratio(tv.get("rps"), tz.get("rps"))
     L.append(f"| Zarr v2 view: the same tiles as `/v2/` chunks, req/s | {fmt(tv.get('rps'))} | "
@@ -166,8 +168,8 @@ def render(res):
     hwm = mem.get("after", {}).get("VmHWM_mib")
     L.append(f"| Peak RSS (VmHWM) streaming whole volume | {fmt(hwm, ' MiB')} (at start {fmt(mem.get('before', {}).get('VmHWM_mib'), ' MiB')}) | "
              f"in-process whole read: tensorstore {fmt(ts_w.get('peak_rss_mib'), ' MiB')}, zarr-python "
-             f"{fmt(zp_w.get('peak_rss_mib'), ' MiB')} (hold the 1 GiB result) | – | < 256 MiB | "
-             f"{verdict(None if hwm is None else hwm < 256)} |")
+             f"{fmt(zp_w.get('peak_rss_mib'), ' MiB')} (hold the 1 GiB result) | – | < 128 MiB (v1: 256) | "
+             f"{verdict(None if hwm is None else hwm < 128)} |")
     ts_t, zp_t = peer(res, "tensorstore", "tile"), peer(res, "zarr-python", "tile")
     L.append(f"| (info) one tile in-process, 1 thread, p50 | – | tensorstore {fmt(ts_t.get('p50_us'), ' µs')}, "
              f"zarr-python {fmt(zp_t.get('p50_us'), ' µs')} | | | |")

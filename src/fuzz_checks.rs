@@ -73,7 +73,7 @@ pub fn shard_index(data: &[u8]) {
 }
 
 /// Every codec's decode of arbitrary bytes: an error or exactly the chunk's size;
-/// a prefix decode agrees with the whole decode.
+/// a decode into a reused buffer and a prefix decode agree with the whole decode.
 pub fn codecs(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
@@ -101,6 +101,15 @@ pub fn codecs(data: &[u8]) {
     let whole = chain.decode(Bytes::copy_from_slice(rest));
     if let Ok(out) = &whole {
         assert_eq!(out.len(), repr.size_bytes());
+    }
+    // A decode into a reused buffer (dirty, too small or too large) is the
+    // whole decode, error for error.
+    let mut scratch = vec![0xA5; usize::from(selector) * 3];
+    let reused = chain.decode_with(Bytes::copy_from_slice(rest), &mut scratch, <[u8]>::to_vec);
+    match (&whole, &reused) {
+        (Ok(out), Ok(again)) => assert_eq!(&out[..], &again[..]),
+        (Err(_), Err(_)) => {}
+        _ => panic!("decode {:?} but decode_with {:?}", whole.is_ok(), reused.is_ok()),
     }
     // A prefix decode, where it succeeds, holds at least the prefix, and
     // agrees with the whole decode where that succeeds too.

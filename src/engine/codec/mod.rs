@@ -319,6 +319,47 @@ mod tests {
         ChunkRepr::new(shape.to_vec(), dt, vec![0; dt.size()])
     }
 
+    /// Decoding into a reused buffer gives what a plain decode gives, for
+    /// the chains it takes (`bytes` little-endian, `zstd`, `crc32c`) and
+    /// those it passes to the plain decode (big-endian, other codecs).
+    #[test]
+    fn decode_with_a_reused_buffer_equals_decode() {
+        let r = repr(&[16, 32], DataType::UInt16);
+        let elements: Vec<u8> = (0..512u16).flat_map(|i| (i * 7919).to_le_bytes()).collect();
+        let swapped: Vec<u8> = elements.chunks(2).flat_map(|e| [e[1], e[0]]).collect();
+        let zstd = zstd::bulk::compress(&elements, 1).unwrap();
+        let mut checked = zstd::bulk::compress(&elements, 1).unwrap();
+        checked.extend(crc32c::crc32c(&checked).to_le_bytes());
+        let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let be = json!({"name": "bytes", "configuration": {"endian": "big"}});
+        let cases = [
+            (json!([le, {"name": "zstd"}]), zstd.clone(), true),
+            (json!([le, {"name": "zstd"}, {"name": "crc32c"}]), checked, true),
+            (
+                json!([be, {"name": "zstd"}]),
+                zstd::bulk::compress(&swapped, 1).unwrap(),
+                false,
+            ),
+            (json!([le]), elements.clone(), false),
+        ];
+        for (codecs, encoded, scratch_used) in cases {
+            let chain = CodecChain::from_json(&codecs, &r).unwrap();
+            assert_eq!(chain.scratch_decodable(), scratch_used, "{codecs}");
+            let plain = chain.decode(Bytes::from(encoded.clone())).unwrap();
+            assert_eq!(plain, elements, "{codecs}");
+            for mut scratch in [Vec::new(), vec![1u8; 3], vec![2u8; 4096]] {
+                let got = chain.decode_with(Bytes::from(encoded.clone()), &mut scratch, <[u8]>::to_vec);
+                assert_eq!(got.unwrap(), elements, "{codecs}");
+                let cut = chain.decode_with(
+                    Bytes::from(encoded[..encoded.len() - 1].to_vec()),
+                    &mut scratch,
+                    <[u8]>::len,
+                );
+                assert!(cut.is_err(), "{codecs}: a truncated chunk is an error");
+            }
+        }
+    }
+
     #[test]
     fn chain_order_is_enforced() {
         let r = repr(&[4], DataType::UInt16);

@@ -249,7 +249,9 @@ fn read_cached(file: &File, buffer: &mut Vec<u8>, offset: u64, want: usize) -> s
         // outlives the call; the kernel writes at most iov_len bytes there.
         let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT) };
         match n {
-            0 => break,
+            // End of file, or (Linux 5.9 and 5.10) RWF_NOWAIT's spurious 0:
+            // the blocking read tells which.
+            0 => return Ok(None),
             n if n > 0 => done += n as usize,
             _ => {
                 let err = std::io::Error::last_os_error();

@@ -67,7 +67,7 @@ impl ZstdCodec {
     /// reused), which must then hold exactly `expected` bytes.
     pub(crate) fn decode_into(&self, encoded: &[u8], expected: usize, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
-        out.reserve(expected);
+        out.reserve_exact(expected);
         let written = with_context(|dctx| dctx.decompress(out, encoded).map_err(failed))?;
         if written != expected {
             return Err(corrupt(format!(

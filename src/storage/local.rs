@@ -51,13 +51,13 @@ impl LocalFiles {
         let path = self.fs.path_to_filesystem(&location)?;
         let buffers = self.buffers.clone();
         if small(ranges.as_deref()) {
-            if let Some(done) = read_file(&path, location.clone(), ranges.as_deref(), &options, &buffers, Wait::No) {
-                return done;
+            if let Some(done) = read_file(&path, location.clone(), ranges.as_deref(), &options, &buffers, Wait::No)? {
+                return Ok(done);
             }
         }
         tokio::task::spawn_blocking(move || {
             read_file(&path, location, ranges.as_deref(), &options, &buffers, Wait::Yes)
-                .expect("a read that may wait always finishes")
+                .map(|done| done.expect("a read that may wait always finishes"))
         })
         .await
         .map_err(|e| generic(std::io::Error::other(e)))?
@@ -90,8 +90,8 @@ enum Wait {
 
 /// The metadata of the file at `path` and `ranges` of it (`None`: the
 /// whole file), if it matches `options`' preconditions. With `Wait::No`,
-/// `None` when a byte is not in the page cache (then nothing is changed:
-/// ask again with `Wait::Yes`).
+/// `Ok(None)` when a byte is not in the page cache (then nothing is
+/// changed: ask again with `Wait::Yes`).
 fn read_file(
     path: &std::path::Path,
     location: Path,
@@ -99,23 +99,13 @@ fn read_file(
     options: &GetOptions,
     buffers: &Arc<BufferPool>,
     wait: Wait,
-) -> Option<object_store::Result<Fetched>> {
-    let (file, metadata) = match open(path) {
-        Ok(opened) => opened,
-        Err(e) => return Some(Err(e)),
-    };
+) -> object_store::Result<Option<Fetched>> {
+    let (file, metadata) = open(path)?;
     let meta = object_meta(location, &metadata);
-    if let Err(e) = options.check_preconditions(&meta) {
-        return Some(Err(e));
-    }
-    let ranges: Vec<Range<u64>> = match resolve(ranges, meta.size) {
-        Ok(ranges) => ranges,
-        Err(e) => return Some(Err(e)),
-    };
-    let parts = match read_ranges(&file, &ranges, buffers, wait) {
-        Ok(Some(parts)) => parts,
-        Ok(None) => return None,
-        Err(e) => return Some(Err(generic(e))),
+    options.check_preconditions(&meta)?;
+    let ranges = resolve(ranges, meta.size)?;
+    let Some(parts) = read_ranges(&file, &ranges, buffers, wait).map_err(generic)? else {
+        return Ok(None);
     };
     // Shorter than the size just read: the file changed under us.
     if parts
@@ -123,12 +113,12 @@ fn read_file(
         .zip(&ranges)
         .any(|(p, r)| p.len() as u64 != r.end - r.start)
     {
-        return Some(Err(object_store::Error::Precondition {
+        return Err(object_store::Error::Precondition {
             path: path.display().to_string(),
             source: "the file became shorter while it was read".into(),
-        }));
+        });
     }
-    Some(Ok((meta, ranges.into_iter().zip(parts).collect())))
+    Ok(Some((meta, ranges.into_iter().zip(parts).collect())))
 }
 
 /// `ranges` (`None`: the whole file) as byte ranges of a file of `size`.

@@ -72,12 +72,14 @@ impl Dataset {
         // Variable-length elements are placed as handles, resolved at the end.
         let mut variable = meta.data_type.is_variable().then(Gather::default);
         // Fixed-size elements are copied into the slab by the decoding threads.
-        let shared = (sink.is_none() && !plan.whole_unit && variable.is_none() && size > 0)
-            .then(|| Arc::new(SharedSlab::new(std::mem::take(&mut out), shape.clone(), slab_start)));
-        let target = match (sink, &shared) {
-            (Some(sink), _) => Target::Sink(sink.clone()),
-            (None, Some(slab)) => Target::Slab(slab.clone()),
-            (None, None) => Target::Caller,
+        let target = match sink {
+            Some(sink) => Target::Sink(sink.clone()),
+            None if !plan.whole_unit && variable.is_none() && size > 0 => Target::Slab(Arc::new(SharedSlab::new(
+                std::mem::take(&mut out),
+                shape.clone(),
+                slab_start,
+            ))),
+            None => Target::Caller,
         };
         let chunk_elements = plan.read_shape.iter().product::<u64>() as usize;
         let jobs = jobs(plan, slab, resources.read.batch_bytes);
@@ -103,7 +105,7 @@ impl Dataset {
                 Some(done) = decoding.next(), if !decoding.is_empty() => {
                     let done: Result<Vec<Decoded>> = done;
                     for mut item in done? {
-                        if sink.is_some() || shared.is_some() {
+                        if !matches!(target, Target::Caller) {
                             // Already taken by the sink or copied into the
                             // slab; only the cache is left to fill.
                         } else {
@@ -157,8 +159,7 @@ impl Dataset {
         if sink.is_some() {
             return Ok((Bytes::new(), versions));
         }
-        drop(target);
-        if let Some(slab) = shared {
+        if let Target::Slab(slab) = target {
             // Every decoding job has ended (each was awaited), so this is the last reference.
             out = Arc::try_unwrap(slab)
                 .map_err(|_| Error::Internal("a slab is still shared after its reads".into()))?

@@ -8,7 +8,9 @@
 //! the calling thread with `preadv2(RWF_NOWAIT)`, which reads only what is
 //! already in the page cache and fails instead of waiting for the disk: a
 //! hop costs two context switches, a fifth of the server's CPU per tile in
-//! profiles. Listing and HEAD stay with object_store.
+//! profiles. Not on network or FUSE file systems (NFS, SMB, Ceph, 9p,
+//! s3fs, ...), where even an open may wait on the network: there every
+//! read goes to a blocking thread. Listing and HEAD stay with object_store.
 
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek, SeekFrom};
@@ -32,11 +34,19 @@ pub(super) struct LocalFiles {
     fs: Arc<LocalFileSystem>,
     /// Where reads get their buffers.
     buffers: Arc<BufferPool>,
+    /// Whether small reads are tried on the calling thread (not on a file
+    /// system where an open may wait on the network).
+    inline: bool,
 }
 
 impl LocalFiles {
-    pub(super) fn new(fs: Arc<LocalFileSystem>, buffers: Arc<BufferPool>) -> Self {
-        Self { fs, buffers }
+    /// The files under `dir`, read through `fs` into `buffers`.
+    pub(super) fn new(fs: Arc<LocalFileSystem>, buffers: Arc<BufferPool>, dir: &std::path::Path) -> Self {
+        let inline = !may_block(dir);
+        if !inline {
+            tracing::info!(dir = %dir.display(), "network, FUSE or unknown file system: every read goes to a blocking thread");
+        }
+        Self { fs, buffers, inline }
     }
 
     /// Read `ranges` (`None`: the whole file) of `location` if it matches
@@ -50,7 +60,7 @@ impl LocalFiles {
     ) -> object_store::Result<Fetched> {
         let path = self.fs.path_to_filesystem(&location)?;
         let buffers = self.buffers.clone();
-        if small(ranges.as_deref()) {
+        if self.inline && small(ranges.as_deref()) {
             if let Some(done) = read_file(&path, location.clone(), ranges.as_deref(), &options, &buffers, Wait::No)? {
                 return Ok(done);
             }
@@ -79,6 +89,53 @@ fn small(ranges: Option<&[GetRange]>) -> bool {
         };
     }
     total <= INLINE_READ_BYTES
+}
+
+/// Whether an open or a read of a file under `dir` may wait on a network
+/// (or on a FUSE daemon); `true` when the file system cannot be told.
+#[cfg(target_os = "linux")]
+fn may_block(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(dir) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return true;
+    };
+    let mut info = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `dir` is a NUL-terminated path and `info` has room for the
+    // statfs record, which the call fills when it returns 0.
+    if unsafe { libc::statfs(dir.as_ptr(), info.as_mut_ptr()) } != 0 {
+        return true;
+    }
+    // SAFETY: statfs returned 0, so it wrote the whole record.
+    let info = unsafe { info.assume_init() };
+    remote_file_system(info.f_type as u32)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn may_block(_: &std::path::Path) -> bool {
+    false // no read is tried on the calling thread there anyway
+}
+
+/// Whether a file system type (statfs `f_type`) is a network or FUSE one.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn remote_file_system(magic: u32) -> bool {
+    const REMOTE: [u32; 15] = [
+        0x0000_6969, // NFS
+        0x0000_517B, // SMB
+        0xFF53_4D42, // CIFS
+        0xFE53_4D42, // SMB2
+        0x6573_5546, // FUSE: sshfs, s3fs, gcsfuse, virtiofs, ...
+        0x00C3_6400, // Ceph
+        0x0102_1997, // 9p
+        0x5346_414F, // AFS
+        0x6B41_4653, // kAFS
+        0x7375_7245, // Coda
+        0x0116_1970, // GFS2
+        0x7461_636F, // OCFS2
+        0x0BD0_0BD0, // Lustre
+        0x4750_4653, // GPFS
+        0x2003_0528, // OrangeFS
+    ];
+    REMOTE.contains(&magic)
 }
 
 /// Whether a read may wait for the disk.
@@ -274,11 +331,46 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("shard"), (0u8..100).collect::<Vec<_>>()).unwrap();
         let location = Path::from_absolute_path(dir.path().join("shard")).unwrap();
-        (
-            dir,
-            LocalFiles::new(Arc::new(LocalFileSystem::new()), Arc::default()),
-            location,
-        )
+        let local = LocalFiles::new(Arc::new(LocalFileSystem::new()), Arc::default(), dir.path());
+        (dir, local, location)
+    }
+
+    #[test]
+    fn network_and_fuse_file_systems_may_block() {
+        // NFS, CIFS, FUSE, Ceph, 9p
+        for magic in [0x6969, 0xFF53_4D42, 0x6573_5546, 0x00C3_6400, 0x0102_1997] {
+            assert!(remote_file_system(magic), "{magic:#x}");
+        }
+        // ext4, xfs, btrfs, tmpfs, overlayfs
+        for magic in [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994, 0x794C_7630] {
+            assert!(!remote_file_system(magic), "{magic:#x}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            may_block(&dir.path().join("absent")),
+            "a file system that cannot be told"
+        );
+    }
+
+    /// Where reads may block, small ones go to a blocking thread and give
+    /// the same bytes and checks.
+    #[tokio::test]
+    async fn reads_where_opens_may_block() {
+        let (_dir, local, location) = fixture();
+        let local = LocalFiles { inline: false, ..local };
+        let small = Some(vec![GetRange::Bounded(10..20), GetRange::Suffix(2)]);
+        let (meta, parts) = local
+            .read(location.clone(), small.clone(), GetOptions::default())
+            .await
+            .unwrap();
+        let got: Vec<_> = parts.iter().map(|(_, b)| b.to_vec()).collect();
+        assert_eq!(got, [(10u8..20).collect::<Vec<_>>(), vec![98, 99]]);
+        let stale = GetOptions {
+            if_match: Some(format!("{}-0", meta.e_tag.unwrap())),
+            ..GetOptions::default()
+        };
+        let err = local.read(location, small, stale).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::Precondition { .. }), "{err}");
     }
 
     #[tokio::test]

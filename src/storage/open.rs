@@ -74,7 +74,7 @@ impl Store {
         let root = Path::from_absolute_path(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
         let fs = Arc::new(LocalFileSystem::new());
         let mut store = Store::new(fs.clone(), root, options);
-        store.local = Some(LocalFiles::new(fs, options.buffers.clone()));
+        store.local = Some(LocalFiles::new(fs, options.buffers.clone(), &dir));
         Ok(store)
     }
 }

@@ -541,7 +541,8 @@ def main():
         finally:
             ng.stop()
 
-        # ---- memory: fresh server, one whole-volume GET ----
+        # ---- whole volume: fresh server, N GETs (best time, as the peers'
+        # best of N), RSS sampled over all of them ----
         log("memory: whole volume stream ...")
         s = start_server()
         before = s.status()
@@ -556,12 +557,17 @@ def main():
                 time.sleep(0.05)
         th = threading.Thread(target=sampler, daemon=True)
         th.start()
-        c0 = cpu_seconds(s.p.pid)
-        whole = curl(f"{s.base}/v1/datasets/bench/data/volume", timeout=300)
-        whole["server_cpu_s"] = cpu_seconds(s.p.pid) - c0
+        runs = []
+        for _ in range(args.n):
+            c0 = cpu_seconds(s.p.pid)
+            run = curl(f"{s.base}/v1/datasets/bench/data/volume", timeout=300)
+            run["server_cpu_s"] = cpu_seconds(s.p.pid) - c0
+            runs.append(run)
         stop_ev.set()
         th.join()
-        res["memory"] = {"before": before, "after": s.status(), "whole": whole,
+        ok = [r for r in runs if r.get("status") == 200 and r.get("time_s")]
+        whole = min(ok, key=lambda r: r["time_s"]) if ok else runs[0]
+        res["memory"] = {"before": before, "after": s.status(), "whole": whole, "whole_runs": runs,
                          "rss_samples_max_mib": max(samples) if samples else None,
                          "log_issues": s.log_issues()}
         s.stop()

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::fetch::{Item, Source, Versions};
 use super::shard::{self, Piece};
@@ -60,7 +61,7 @@ impl Dataset {
             Some(_) => 0,
             None => shape.iter().product::<u64>() as usize * meta.data_type.size(),
         };
-        let held = resources.hold_slab_bytes(size).await?;
+        let mut held = resources.hold_slab_bytes(size).await?;
         // A whole decoded unit is the result as it is; else copy into a buffer.
         let mut whole: Option<Bytes> = None;
         let mut out = if plan.whole_unit || sink.is_some() {
@@ -78,6 +79,7 @@ impl Dataset {
                 std::mem::take(&mut out),
                 shape.clone(),
                 slab_start,
+                held.take(),
             ))),
             None => Target::Caller,
         };
@@ -161,7 +163,7 @@ impl Dataset {
         }
         if let Target::Slab(slab) = target {
             // Every decoding job has ended (each was awaited), so this is the last reference.
-            out = Arc::try_unwrap(slab)
+            (out, held) = Arc::try_unwrap(slab)
                 .map_err(|_| Error::Internal("a slab is still shared after its reads".into()))?
                 .into_inner();
         }
@@ -253,6 +255,9 @@ struct SharedSlab {
     shape: Vec<u64>,
     /// The slab's place in the whole result: (dimension, first position).
     start: Option<(usize, u64)>,
+    /// The buffer's share of the slab budget, given back with the buffer:
+    /// when a read is dropped, a decoding job may still be writing here.
+    budget: Option<OwnedSemaphorePermit>,
 }
 
 // SAFETY: the buffer is written only through `destination`, by
@@ -263,13 +268,19 @@ unsafe impl Send for SharedSlab {}
 unsafe impl Sync for SharedSlab {}
 
 impl SharedSlab {
-    fn new(mut buffer: Vec<u8>, shape: Vec<u64>, start: Option<(usize, u64)>) -> Self {
+    fn new(
+        mut buffer: Vec<u8>,
+        shape: Vec<u64>,
+        start: Option<(usize, u64)>,
+        budget: Option<OwnedSemaphorePermit>,
+    ) -> Self {
         let destination = Destination::of(&mut buffer);
         Self {
             buffer,
             destination,
             shape,
             start,
+            budget,
         }
     }
 
@@ -311,8 +322,9 @@ impl SharedSlab {
         }
     }
 
-    fn into_inner(self) -> Vec<u8> {
-        self.buffer
+    /// The buffer and its share of the slab budget.
+    fn into_inner(self) -> (Vec<u8>, Option<OwnedSemaphorePermit>) {
+        (self.buffer, self.budget)
     }
 }
 
@@ -375,4 +387,106 @@ fn worth_a_prefix(codecs: &CodecChain, placement: &Placement) -> Option<usize> {
     let repr = codecs.decoded_repr();
     let prefix = placement.prefix_elements(&repr.shape) as usize * repr.data_type.size();
     (repr.size_bytes().saturating_sub(prefix) >= PREFIX_SPARES_AT_LEAST).then_some(prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::engine::plan::ReadOptions;
+    use crate::engine::{ResourceOptions, Resources, Selection};
+    use crate::storage::{Store, StoreOptions};
+
+    /// A uint8 array (1024, 2048) in two shards (1024, 1024) of four raw
+    /// inner chunks (512, 512) each: a 2 MiB slab read in two pieces.
+    fn write_array(dir: &std::path::Path) {
+        let meta = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [1024, 2048], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1024, 1024]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [512, 512],
+                "codecs": [{"name": "bytes"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}],
+        });
+        std::fs::create_dir_all(dir.join("a/c/0")).unwrap();
+        std::fs::write(dir.join("a/zarr.json"), meta.to_string()).unwrap();
+        let inner = 512 * 512;
+        for shard in 0..2u8 {
+            let mut data: Vec<u8> = (0..4u8).flat_map(|i| vec![shard * 4 + i; inner]).collect();
+            let mut index: Vec<u8> = (0..4u64)
+                .flat_map(|i| [(i * inner as u64).to_le_bytes(), (inner as u64).to_le_bytes()].concat())
+                .collect();
+            index.extend(crc32c::crc32c(&index).to_le_bytes());
+            data.extend(index);
+            std::fs::write(dir.join(format!("a/c/0/{shard}")), data).unwrap();
+        }
+    }
+
+    /// A read dropped while its chunks wait for the decoding thread keeps
+    /// its slab's share of the budget until the last job lets go of the
+    /// slab: the bytes are still allocated until then.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dropped_read_holds_its_budget_while_jobs_hold_its_slab() {
+        let dir = tempfile::tempdir().unwrap();
+        write_array(dir.path());
+        let resources = Arc::new(Resources::new(&ResourceOptions {
+            // One decoding job per inner chunk.
+            read: ReadOptions {
+                batch_bytes: 256 << 10,
+                ..ReadOptions::default()
+            },
+            slab_budget_bytes: 4 << 20,
+            slab_budget_wait: Duration::from_millis(50),
+            decode_threads: 1,
+            ..ResourceOptions::default()
+        }));
+        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
+        let dataset = Arc::new(Dataset::new("t", None, store, resources.clone()));
+
+        // Keep the only decoding thread busy.
+        let (started, is_started) = std::sync::mpsc::channel();
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let pool = resources.clone();
+        let blocker = tokio::spawn(async move {
+            pool.decoders
+                .run(pool.ticket(), move || {
+                    started.send(()).unwrap();
+                    wait.recv().unwrap();
+                })
+                .await
+        });
+        is_started.recv_timeout(Duration::from_secs(5)).unwrap();
+
+        let plan = dataset.plan_read("a", &Selection::parse("...").unwrap()).await.unwrap();
+        let reader = dataset.clone();
+        let read = tokio::spawn(async move { reader.read_all(&plan).await.map(|_| ()) });
+        for _ in 0..500 {
+            if resources.chunks_decoded() == 8 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(resources.chunks_decoded(), 8, "all eight jobs queued");
+        read.abort();
+        assert!(read.await.unwrap_err().is_cancelled());
+
+        let held = resources.hold_slab_bytes(3 << 20).await;
+        assert!(matches!(held, Err(Error::Overloaded(_))), "{held:?}");
+
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        // The queued jobs are dropped as the thread reaches them.
+        let mut held = resources.hold_slab_bytes(3 << 20).await;
+        for _ in 0..100 {
+            if held.is_ok() {
+                break;
+            }
+            held = resources.hold_slab_bytes(3 << 20).await;
+        }
+        assert!(matches!(held, Ok(Some(_))), "{held:?}");
+    }
 }

@@ -43,7 +43,7 @@ impl LocalFiles {
     /// The files under `dir`, read through `fs` into `buffers`.
     pub(super) fn new(fs: Arc<LocalFileSystem>, buffers: Arc<BufferPool>, dir: &std::path::Path) -> Self {
         let inline = !may_block(dir);
-        if !inline {
+        if !inline && cfg!(target_os = "linux") {
             tracing::info!(dir = %dir.display(), "network, FUSE or unknown file system: every read goes to a blocking thread");
         }
         Self { fs, buffers, inline }
@@ -110,9 +110,11 @@ fn may_block(dir: &std::path::Path) -> bool {
     remote_file_system(info.f_type as u32)
 }
 
+/// Elsewhere no read can be limited to the page cache ([`read_cached`]),
+/// so trying one on the calling thread would only open the file twice.
 #[cfg(not(target_os = "linux"))]
 fn may_block(_: &std::path::Path) -> bool {
-    false // no read is tried on the calling thread there anyway
+    true
 }
 
 /// Whether a file system type (statfs `f_type`) is a network or FUSE one.

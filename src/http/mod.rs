@@ -158,12 +158,8 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route(
             "/v1/datasets/{ds}/data/{*path}",
             get(data::read).head(data::read).post(data::read),
-        )
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
-    let compressed = documents
-        .merge(data)
-        .layer(compression())
-        .layer(middleware::map_response(etag_per_coding));
+        );
+    let compressed = documents.merge(data).layer(compression());
     let stores = Router::new()
         .route("/v1/datasets/{ds}/zarr/", get(view::zarr_root).head(view::zarr_root))
         .route(
@@ -201,17 +197,22 @@ async fn no_query_parameters(request: Request, next: Next) -> Response {
 
 /// The middleware every route runs under: problem+json fallbacks, request
 /// timeout, metrics and access log, CORS, and panics answered 500.
+///
+/// A router's own layers wrap each route and are cloned with it on every
+/// request, so the router has one layer (which needs the matched route) and
+/// the others wrap the router from outside.
 pub fn with_middleware(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
-    routes
+    let routed = routes
         .fallback(|| async { ApiError::NotFound("no such route; see /openapi.yaml".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(middleware::from_fn(size_limits))
-        .layer(middleware::from_fn_with_state(state.clone(), cache_control))
-        .layer(middleware::map_response(problem_for_rejections))
-        .layer(middleware::from_fn_with_state(state.clone(), timeout_and_record))
-        .layer(cors(&state.cors_origins))
+        .layer(middleware::from_fn_with_state(state.clone(), every_request))
+        .with_state(state.clone());
+    let outside = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
-        .with_state(state)
+        .layer(cors(&state.cors_origins))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .service(routed);
+    Router::new().fallback_service(outside)
 }
 
 /// Content codings that compression may add; each gets its own ETag.
@@ -219,7 +220,7 @@ const CODINGS: [&str; 3] = ["gzip", "zstd", "br"];
 
 /// A compressed response is another representation: suffix its strong
 /// ETag with the coding (`"abc-gzip"`), as RFC 9110 requires.
-async fn etag_per_coding(mut response: Response) -> Response {
+fn etag_per_coding(mut response: Response) -> Response {
     let coding = response
         .headers()
         .get(header::CONTENT_ENCODING)
@@ -316,9 +317,7 @@ const CACHEABLE_PREFIX: &str = "/v1/datasets";
 
 /// `Cache-Control: max-age=N` on successful and 304 answers of the dataset
 /// routes (data, nodes, listings, passthrough, the v2 view).
-async fn cache_control(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let cacheable = request.uri().path().starts_with(CACHEABLE_PREFIX);
-    let mut response = next.run(request).await;
+fn cache_control(state: &AppState, cacheable: bool, mut response: Response) -> Response {
     let status = response.status();
     if cacheable && (status.is_success() || status == axum::http::StatusCode::NOT_MODIFIED) {
         response
@@ -360,15 +359,15 @@ const MAX_HEADER_BYTES: usize = 32 << 10;
 
 /// Refuse oversized request targets (414), header sections (431) and paths
 /// that are not UTF-8 once percent-decoded (400) before any handler runs.
-async fn size_limits(request: Request, next: Next) -> Response {
+fn size_limits(request: &Request) -> Result<(), ApiError> {
     let target = request.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
     if target > MAX_TARGET_BYTES {
-        return ApiError::UriTooLong(target, MAX_TARGET_BYTES).into_response();
+        return Err(ApiError::UriTooLong(target, MAX_TARGET_BYTES));
     }
     let path = request.uri().path();
     if percent_encoding::percent_decode_str(path).decode_utf8().is_err() {
         let detail = format!("the request path '{path}' is not valid UTF-8 once percent-decoded");
-        return ApiError::BadRequest(detail).into_response();
+        return Err(ApiError::BadRequest(detail));
     }
     let headers: usize = request
         .headers()
@@ -376,37 +375,68 @@ async fn size_limits(request: Request, next: Next) -> Response {
         .map(|(k, v)| k.as_str().len() + v.len() + 4)
         .sum();
     if headers > MAX_HEADER_BYTES {
-        return ApiError::HeadersTooLarge(headers, MAX_HEADER_BYTES).into_response();
+        return Err(ApiError::HeadersTooLarge(headers, MAX_HEADER_BYTES));
     }
-    next.run(request).await
+    Ok(())
+}
+
+/// The middleware of every route, in one layer (each layer of a router is
+/// cloned on every request): the request timeout, metrics and the access
+/// log around the size limits, the handler, `Cache-Control`, the ETag of a
+/// compressed representation and problem+json for rejections.
+async fn every_request(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let cacheable = request.uri().path().starts_with(CACHEABLE_PREFIX);
+    let line = request_line(&request);
+    let answer = async {
+        let response = match size_limits(&request) {
+            Ok(()) => next.run(request).await,
+            Err(rejection) => rejection.into_response(),
+        };
+        problem_for_rejections(etag_per_coding(cache_control(&state, cacheable, response))).await
+    };
+    timeout_and_record(&state, line, answer).await
+}
+
+/// What the access log and the metrics say of a request.
+struct RequestLine {
+    route: String,
+    method: Method,
+    path: String,
+}
+
+fn request_line(request: &Request) -> RequestLine {
+    RequestLine {
+        route: request
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or_else(|| "unmatched".into(), |p| p.as_str().to_string()),
+        method: request.method().clone(),
+        path: request.uri().path().to_string(),
+    }
 }
 
 /// The request timeout, metrics and one log line per request.
-async fn timeout_and_record(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+async fn timeout_and_record(
+    state: &AppState,
+    line: RequestLine,
+    answer: impl std::future::Future<Output = Response>,
+) -> Response {
     let started = Instant::now();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".into());
-    let method = request.method().clone();
-    let uri = request.uri().path().to_string();
-    let response = match tokio::time::timeout(state.request_timeout, next.run(request)).await {
+    let response = match tokio::time::timeout(state.request_timeout, answer).await {
         Ok(response) => response,
         Err(_) => ApiError::Timeout(state.request_timeout.as_secs_f64()).into_response(),
     };
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
-    state.metrics.record(&route, status, elapsed);
+    state.metrics.record(&line.route, status, elapsed);
     let bytes = response
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("-")
-        .to_string();
+        .unwrap_or("-");
     tracing::info!(
         target: "zarr_serve::access",
-        %method, path = %uri, status, latency_ms = elapsed.as_secs_f64() * 1000.0, bytes = %bytes, "request"
+        method = %line.method, path = %line.path, status, latency_ms = elapsed.as_secs_f64() * 1000.0, bytes = %bytes, "request"
     );
     response
 }

@@ -15,6 +15,7 @@
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -37,6 +38,9 @@ pub(super) struct LocalFiles {
     /// Whether small reads are tried on the calling thread (not on a file
     /// system where an open may wait on the network).
     inline: bool,
+    /// `dir` as an object_store path, and the file-system path object_store
+    /// maps it to (`None` if it maps none).
+    root: Option<(String, PathBuf)>,
 }
 
 impl LocalFiles {
@@ -46,7 +50,36 @@ impl LocalFiles {
         if !inline && cfg!(target_os = "linux") {
             tracing::info!(dir = %dir.display(), "network, FUSE or unknown file system: every read goes to a blocking thread");
         }
-        Self { fs, buffers, inline }
+        // Mapped through a child: a directory named like `x#1` is no valid
+        // file path of its own, but files under it are.
+        let root = Path::from_absolute_path(dir).ok().and_then(|path| {
+            let child = fs.path_to_filesystem(&path.child("x")).ok()?;
+            Some((path.to_string(), child.parent()?.to_path_buf()))
+        });
+        Self {
+            fs,
+            buffers,
+            inline,
+            root,
+        }
+    }
+
+    /// The file of `location`, as object_store's `path_to_filesystem` maps
+    /// it. That goes through a URL, which costs as much as the rest of a
+    /// tile's read; a key under the root made only of characters that
+    /// neither object_store nor a URL encodes maps to itself, and is joined
+    /// to the root's file-system path directly.
+    fn file_path(&self, location: &Path) -> object_store::Result<PathBuf> {
+        if let Some((prefix, dir)) = &self.root {
+            let key = location
+                .as_ref()
+                .strip_prefix(prefix.as_str())
+                .and_then(|k| k.strip_prefix('/'));
+            if let Some(key) = key.filter(|k| maps_to_itself(k)) {
+                return Ok(dir.join(key));
+            }
+        }
+        self.fs.path_to_filesystem(location)
     }
 
     /// Read `ranges` (`None`: the whole file) of `location` if it matches
@@ -58,7 +91,7 @@ impl LocalFiles {
         ranges: Option<Vec<GetRange>>,
         options: GetOptions,
     ) -> object_store::Result<Fetched> {
-        let path = self.fs.path_to_filesystem(&location)?;
+        let path = self.file_path(&location)?;
         let buffers = self.buffers.clone();
         if self.inline && small(ranges.as_deref()) {
             if let Some(done) = read_file(&path, location.clone(), ranges.as_deref(), &options, &buffers, Wait::No)? {
@@ -72,6 +105,14 @@ impl LocalFiles {
         .await
         .map_err(|e| generic(std::io::Error::other(e)))?
     }
+}
+
+/// Whether object_store's local backend maps `key` to the same relative
+/// file path: ASCII letters, digits, `.`, `-`, `_` in segments other than
+/// `.` and `..`, separated by single `/`.
+fn maps_to_itself(key: &str) -> bool {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_');
+    key.bytes().all(plain) && key.split('/').all(|s| !matches!(s, "" | "." | ".."))
 }
 
 /// Reads of at most this many bytes are tried on the calling thread.
@@ -328,6 +369,49 @@ mod tests {
     use object_store::ObjectStore;
 
     use super::*;
+
+    #[test]
+    fn file_paths_are_object_stores_own() {
+        let base = tempfile::tempdir().unwrap();
+        let fs = Arc::new(LocalFileSystem::new());
+        for name in ["plain", "a dir", "with%25percent", "ünï", "x#1", "sp ace/and%2Fslash"] {
+            let dir = base.path().join(name);
+            let local = LocalFiles::new(fs.clone(), Arc::default(), &dir);
+            assert!(local.root.is_some(), "{name}");
+            let root = Path::from_absolute_path(&dir).unwrap();
+            let keys = [
+                "zarr.json",
+                "c/0/1",
+                "a.b/c-d_e/0.0",
+                "x#12",
+                "sp ace",
+                "p%25",
+                "ü",
+                "a/%2E%2E/b",
+            ];
+            for key in keys {
+                let location = Path::from_iter(root.parts().chain(Path::from(key).parts()));
+                let ours = local.file_path(&location).map_err(|e| e.to_string());
+                let theirs = fs.path_to_filesystem(&location).map_err(|e| e.to_string());
+                assert_eq!(ours, theirs, "dir {name:?}, key {key:?}");
+            }
+            let outside = Path::from_absolute_path(base.path().join("elsewhere/c/0")).unwrap();
+            assert_eq!(
+                local.file_path(&outside).unwrap(),
+                fs.path_to_filesystem(&outside).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn only_plain_keys_map_to_themselves() {
+        for key in ["zarr.json", "c/0/1", "a.b/c-d_e/0.0", ".zarray"] {
+            assert!(maps_to_itself(key), "{key}");
+        }
+        for key in ["", "a//b", "/a", "a/", "./a", "a/..", "a b", "a%2F", "x#1", "ü"] {
+            assert!(!maps_to_itself(key), "{key}");
+        }
+    }
 
     fn fixture() -> (tempfile::TempDir, LocalFiles, Path) {
         let dir = tempfile::tempdir().unwrap();

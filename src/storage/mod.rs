@@ -158,7 +158,12 @@ impl Store {
 
     fn path(&self, key: &str) -> Result<Path, StoreError> {
         validate_key(key).map_err(StoreError::InvalidKey)?;
-        Ok(Path::from_iter(self.root.parts().chain(Path::from(key).parts())))
+        if key.is_empty() {
+            return Ok(self.root.clone());
+        }
+        // A valid key's segments need no percent-encoding: they join the
+        // (already encoded) root as they are.
+        Path::parse(format!("{}/{key}", self.root)).map_err(|e| StoreError::InvalidKey(e.to_string()))
     }
 
     /// Run one store request under the limiter and the timeout, counting it.
@@ -380,5 +385,58 @@ fn object_info(meta: &object_store::ObjectMeta) -> ObjectInfo {
         size: meta.size,
         etag: meta.e_tag.clone(),
         last_modified: meta.last_modified.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The path object_store builds part by part, as `Store::path` did.
+    fn joined_by_parts(root: &Path, key: &str) -> Path {
+        Path::from_iter(root.parts().chain(Path::from(key).parts()))
+    }
+
+    fn store(root: Path) -> Store {
+        Store::new(
+            Arc::new(object_store::memory::InMemory::new()),
+            root,
+            &StoreOptions::default(),
+        )
+    }
+
+    #[test]
+    fn keys_join_roots_as_object_store_would() {
+        let roots = [
+            Path::default(),
+            Path::from("bucket/prefix"),
+            Path::from_iter(["a dir", "with%percent", "ünï", "x#1"]),
+        ];
+        for root in roots {
+            let store = store(root.clone());
+            for key in ["", "zarr.json", "a/b/c/0.0", "c/0/1", "x-y_z.0/.zattrs"] {
+                assert_eq!(
+                    store.path(key).unwrap(),
+                    joined_by_parts(&root, key),
+                    "root {root:?}, key {key:?}"
+                );
+            }
+            for bad in ["../x", "a//b", "a/./b", "a b", "%2e%2e", "/a"] {
+                assert!(store.path(bad).is_err(), "{bad:?} accepted");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_valid_key_joins_as_object_store_would(key in "[A-Za-z0-9._-]{1,8}(/[A-Za-z0-9._-]{1,8}){0,4}") {
+            let root = Path::from_iter(["data set", "v%1"]);
+            let store = store(root.clone());
+            match store.path(&key) {
+                Ok(path) => prop_assert_eq!(path, joined_by_parts(&root, &key)),
+                Err(_) => prop_assert!(key.split('/').any(|s| s == "." || s == "..")),
+            }
+        }
     }
 }

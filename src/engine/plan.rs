@@ -7,6 +7,7 @@
 //! unless one chunk row alone exceeds the slab size. The HTTP layer streams
 //! slab by slab with bounded memory.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -332,26 +333,18 @@ impl Part {
     pub(crate) fn placement(&self, shape: &[u64]) -> Placement {
         match self {
             Part::Spans(dims) => {
-                let mut blocks = vec![Block {
-                    src_start: vec![],
-                    src_step: vec![],
-                    dst_start: vec![],
-                    count: vec![],
-                }];
-                for spans in dims {
-                    blocks = blocks
-                        .into_iter()
-                        .flat_map(|b| {
-                            spans.iter().map(move |s| {
-                                let mut b = b.clone();
-                                b.src_start.push(s.start_in_chunk);
-                                b.src_step.push(s.step);
-                                b.dst_start.push(s.out_start);
-                                b.count.push(s.count);
-                                b
-                            })
-                        })
-                        .collect();
+                let count = dims.iter().map(Vec::len).product();
+                let mut blocks = Vec::with_capacity(count);
+                let mut at = vec![0; dims.len()];
+                for _ in 0..count {
+                    let spans = || dims.iter().zip(&at).map(|(dim, &i)| &dim[i]);
+                    blocks.push(Block {
+                        src_start: spans().map(|s| s.start_in_chunk).collect(),
+                        src_step: spans().map(|s| s.step).collect(),
+                        dst_start: spans().map(|s| s.out_start).collect(),
+                        count: spans().map(|s| s.count).collect(),
+                    });
+                    next_combination(&mut at, |d| dims[d].len());
                 }
                 Placement::Blocks(blocks)
             }
@@ -439,37 +432,46 @@ impl Placement {
 /// Units from per-dimension spans: each dimension's spans grouped by
 /// chunk, then every combination of chunks, so each unit is read once.
 pub(crate) fn units(spans: &[Vec<ChunkSpan>]) -> Vec<Unit> {
-    let grouped: Vec<Vec<(u64, Vec<ChunkSpan>)>> = spans
+    let sorted: Vec<Cow<[ChunkSpan]>> = spans.iter().map(|dim| in_chunk_order(dim)).collect();
+    let grouped: Vec<Vec<&[ChunkSpan]>> = sorted
         .iter()
-        .map(|dim| {
-            let mut by_chunk: BTreeMap<u64, Vec<ChunkSpan>> = BTreeMap::new();
-            for s in dim {
-                by_chunk.entry(s.chunk).or_default().push(*s);
-            }
-            by_chunk.into_iter().collect()
-        })
+        .map(|dim| dim.chunk_by(|a, b| a.chunk == b.chunk).collect())
         .collect();
-    let mut out = vec![(vec![], vec![])];
-    for dim in &grouped {
-        out = out
-            .into_iter()
-            .flat_map(|(coords, parts): (Vec<u64>, Vec<Vec<ChunkSpan>>)| {
-                dim.iter().map(move |(chunk, spans)| {
-                    let mut coords = coords.clone();
-                    coords.push(*chunk);
-                    let mut parts = parts.clone();
-                    parts.push(spans.clone());
-                    (coords, parts)
-                })
-            })
-            .collect();
+    let count = grouped.iter().map(Vec::len).product();
+    let mut out = Vec::with_capacity(count);
+    let mut at = vec![0; grouped.len()];
+    for _ in 0..count {
+        let groups = || grouped.iter().zip(&at).map(|(dim, &i)| dim[i]);
+        out.push(Unit {
+            coords: groups().map(|g| g[0].chunk).collect(),
+            part: Part::Spans(groups().map(<[ChunkSpan]>::to_vec).collect()),
+        });
+        next_combination(&mut at, |d| grouped[d].len());
     }
-    out.into_iter()
-        .map(|(coords, parts)| Unit {
-            coords,
-            part: Part::Spans(parts),
-        })
-        .collect()
+    out
+}
+
+/// Step `at`, one index per dimension below `len(d)`, to the next
+/// combination, the last dimension fastest (back to all zeros after the last).
+fn next_combination(at: &mut [usize], len: impl Fn(usize) -> usize) {
+    for d in (0..at.len()).rev() {
+        at[d] += 1;
+        if at[d] < len(d) {
+            return;
+        }
+        at[d] = 0;
+    }
+}
+
+/// `spans` in chunk order, each chunk's in the order given: as they are
+/// unless an index list comes back to a chunk.
+fn in_chunk_order(spans: &[ChunkSpan]) -> Cow<'_, [ChunkSpan]> {
+    if spans.is_sorted_by_key(|s| s.chunk) {
+        return Cow::Borrowed(spans);
+    }
+    let mut sorted = spans.to_vec();
+    sorted.sort_by_key(|s| s.chunk);
+    Cow::Owned(sorted)
 }
 
 /// Units from points: grouped by the unit of `unit_shape` each lies in.
@@ -487,4 +489,64 @@ pub(crate) fn point_units<'a>(points: impl IntoIterator<Item = (u64, &'a [u64])>
             part: Part::Points(points),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn span(chunk: u64, out_start: u64) -> ChunkSpan {
+        ChunkSpan {
+            chunk,
+            start_in_chunk: 0,
+            out_start,
+            count: 1,
+            step: 1,
+        }
+    }
+
+    proptest! {
+        /// One block per combination of spans, in order (the last
+        /// dimension fastest), each made of its spans.
+        #[test]
+        fn placements_are_the_combinations_of_spans(lens in prop::collection::vec(0usize..4, 0..4)) {
+            let dims: Vec<Vec<ChunkSpan>> = lens
+                .iter()
+                .enumerate()
+                .map(|(d, &n)| (0..n as u64).map(|i| ChunkSpan { start_in_chunk: i, step: d as i64 + 1, ..span(0, 10 * i) }).collect())
+                .collect();
+            let Placement::Blocks(blocks) = Part::Spans(dims.clone()).placement(&[]) else { panic!("blocks expected") };
+            prop_assert_eq!(blocks.len(), lens.iter().product::<usize>());
+            prop_assert!(blocks.windows(2).all(|w| w[0].src_start < w[1].src_start));
+            for block in &blocks {
+                for (d, dim) in dims.iter().enumerate() {
+                    let s = &dim[block.src_start[d] as usize];
+                    prop_assert_eq!((block.src_step[d], block.dst_start[d], block.count[d]), (s.step, s.out_start, s.count));
+                }
+            }
+        }
+
+        /// Every combination of chunks once, in order (the last dimension
+        /// fastest), each with exactly its spans in the order given.
+        #[test]
+        fn units_are_the_combinations_of_chunks(chunks in prop::collection::vec(prop::collection::vec(0u64..4, 0..6), 0..4)) {
+            let spans: Vec<Vec<ChunkSpan>> = chunks
+                .iter()
+                .map(|dim| dim.iter().enumerate().map(|(i, &c)| span(c, i as u64)).collect())
+                .collect();
+            let distinct: Vec<BTreeMap<u64, ()>> = chunks.iter().map(|d| d.iter().map(|&c| (c, ())).collect()).collect();
+            let units = units(&spans);
+            prop_assert_eq!(units.len(), distinct.iter().map(BTreeMap::len).product::<usize>());
+            prop_assert!(units.windows(2).all(|w| w[0].coords < w[1].coords));
+            for unit in &units {
+                let Part::Spans(parts) = &unit.part else { panic!("spans expected") };
+                for (d, part) in parts.iter().enumerate() {
+                    let expected: Vec<ChunkSpan> = spans[d].iter().filter(|s| s.chunk == unit.coords[d]).copied().collect();
+                    prop_assert_eq!(part, &expected);
+                }
+            }
+        }
+    }
 }

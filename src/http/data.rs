@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -161,14 +161,14 @@ async fn region(
         )
         .header("zarr-data-type", answer.data_type.name())
         // Without `format=`, the `Accept` header picks the representation.
-        .header(header::VARY, "accept");
+        .header(header::VARY, HeaderValue::from_static("accept"));
     if if_none_match(headers, &etag) {
         return Ok(response
             .status(StatusCode::NOT_MODIFIED)
             .body(Body::empty())
             .expect("valid response"));
     }
-    let mut response = response.header(header::CONTENT_TYPE, format.media_type());
+    let mut response = response.header(header::CONTENT_TYPE, HeaderValue::from_static(format.media_type()));
     if let Some(length) = length {
         response = response.header(header::CONTENT_LENGTH, length);
     }

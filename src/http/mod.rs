@@ -397,21 +397,19 @@ async fn every_request(State(state): State<Arc<AppState>>, request: Request, nex
     timeout_and_record(&state, line, answer).await
 }
 
-/// What the access log and the metrics say of a request.
+/// What the access log and the metrics say of a request (clones that
+/// share the request's own buffers).
 struct RequestLine {
-    route: String,
+    route: Option<MatchedPath>,
     method: Method,
-    path: String,
+    uri: axum::http::Uri,
 }
 
 fn request_line(request: &Request) -> RequestLine {
     RequestLine {
-        route: request
-            .extensions()
-            .get::<MatchedPath>()
-            .map_or_else(|| "unmatched".into(), |p| p.as_str().to_string()),
+        route: request.extensions().get::<MatchedPath>().cloned(),
         method: request.method().clone(),
-        path: request.uri().path().to_string(),
+        uri: request.uri().clone(),
     }
 }
 
@@ -428,7 +426,8 @@ async fn timeout_and_record(
     };
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
-    state.metrics.record(&line.route, status, elapsed);
+    let route = line.route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    state.metrics.record(route, status, elapsed);
     let bytes = response
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -436,7 +435,7 @@ async fn timeout_and_record(
         .unwrap_or("-");
     tracing::info!(
         target: "zarr_serve::access",
-        method = %line.method, path = %line.path, status, latency_ms = elapsed.as_secs_f64() * 1000.0, bytes = %bytes, "request"
+        method = %line.method, path = %line.uri.path(), status, latency_ms = elapsed.as_secs_f64() * 1000.0, bytes = %bytes, "request"
     );
     response
 }

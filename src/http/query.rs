@@ -51,7 +51,7 @@ impl Query {
     /// Parse a region read's query string.
     pub(super) fn from_query_string(query: Option<&str>) -> Result<Self, ApiError> {
         let mut out = Query::default();
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen: Vec<std::borrow::Cow<str>> = Vec::new();
         for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             if !DATA_PARAMETERS.contains(&key.as_ref()) {
                 return Err(unknown_parameter(&key, &DATA_PARAMETERS));
@@ -59,7 +59,7 @@ impl Query {
             if key != "sel" && seen.iter().any(|k| *k == key) {
                 return Err(bad(format!("query parameter '{key}' given more than once")));
             }
-            seen.push(key.to_string());
+            seen.push(key.clone());
             match key.as_ref() {
                 "select" => {
                     out.read.selection = Selection::parse(&value)?;

@@ -56,7 +56,7 @@ impl Query {
             if !DATA_PARAMETERS.contains(&key.as_ref()) {
                 return Err(unknown_parameter(&key, &DATA_PARAMETERS));
             }
-            if key != "sel" && seen.iter().any(|k| *k == key) {
+            if key != "sel" && seen.contains(&key) {
                 return Err(bad(format!("query parameter '{key}' given more than once")));
             }
             seen.push(key.clone());

@@ -108,11 +108,11 @@ impl LocalFiles {
 }
 
 /// Whether object_store's local backend maps `key` to the same relative
-/// file path: ASCII letters, digits, `.`, `-`, `_` in segments other than
-/// `.` and `..`, separated by single `/`.
+/// file path: a non-empty valid store key, whose characters (ASCII letters,
+/// digits, `.`, `-`, `_`, single `/` between segments other than `.` and
+/// `..`) neither object_store nor a URL encodes.
 fn maps_to_itself(key: &str) -> bool {
-    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'-' | b'_');
-    key.bytes().all(plain) && key.split('/').all(|s| !matches!(s, "" | "." | ".."))
+    !key.is_empty() && super::key::validate_key(key).is_ok()
 }
 
 /// Reads of at most this many bytes are tried on the calling thread.

@@ -7,7 +7,7 @@ if [ ! -x "$AZ_BIN" ]; then
   exit 0
 fi
 ensure_fixtures
-ensure_release_binary
+ensure_server_binary
 step "azure: Azurite on loopback"
 AZ_PORT=$(free_port)
 "$AZ_BIN" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --inMemoryPersistence \

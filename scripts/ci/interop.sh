@@ -5,9 +5,9 @@
 source "$(dirname "$0")/lib.sh"
 step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
 ensure_fixtures
-cargo test --release --locked --test storage --test interop --test http
+cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http
 step "interop: the service over HTTP: zarr-python through the passthrough, numpy.load, schemathesis"
-ensure_release_binary
+ensure_server_binary
 start_server "$ZARR_FIXTURES/data.zarr"
 "$PY" -m pytest -q tests/python
 echo "explorer screenshot (headless Chromium): ${ZS_ARTIFACTS:-$ROOT/artifacts}/explorer-array.png"

@@ -38,7 +38,12 @@ ensure_fixtures() {
   export ZARR_FIXTURES=$WORK/interop
 }
 
-ensure_release_binary() { cargo build --release --locked --bin zarr-serve; }
+# Tests build with Cargo.toml's `ci` profile: the release profile's code
+# without its link-time optimisation, which would make each test
+# binary link for minutes. The server the stages start is built so too.
+CARGO_PROFILE=(--profile ci --locked)
+SERVER_BIN=target/ci/zarr-serve
+ensure_server_binary() { cargo build "${CARGO_PROFILE[@]}" --bin zarr-serve; }
 
 # zarr-serve over the fixtures at URL and the samples, on a free port; the
 # v2 sample also from a plain static HTTP server (no listing: its children
@@ -50,7 +55,7 @@ start_server() {
   STATIC_PID=$!
   PIDS+=("$STATIC_PID")
   wait_for "http://127.0.0.1:$STATIC_PORT/stations.zarr/.zmetadata"
-  ./target/release/zarr-serve --listen "127.0.0.1:$PORT" \
+  "./$SERVER_BIN" --listen "127.0.0.1:$PORT" \
     --dataset "fixtures=$1" --dataset "sample=$ROOT/sample/sample.zarr" \
     --dataset "stations=$ROOT/sample/stations.zarr" \
     --dataset "stations_http=http://127.0.0.1:$STATIC_PORT/stations.zarr" >>"$WORK/server.log" 2>&1 &
@@ -69,7 +74,7 @@ stop_server() {
 store_suites() {  # store_suites URL [extra cargo test args]
   export ZARR_FIXTURES_STORE=$1
   shift
-  cargo test --release --locked --test storage --test interop --test http "$@"
+  cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http "$@"
   start_server "$ZARR_FIXTURES_STORE"
   # The v2 view and listings read through the engine like any route: checked
   # once, locally, in the interop stage.

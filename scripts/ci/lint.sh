@@ -4,5 +4,5 @@
 source "$(dirname "$0")/lib.sh"
 step "lint: cargo fmt, clippy, module graph"
 cargo fmt --all -- --check
-cargo clippy --release --all-targets --locked -- -D warnings
+cargo clippy "${CARGO_PROFILE[@]}" --all-targets -- -D warnings
 python3 scripts/module-graph.py | tail -1

@@ -3,8 +3,8 @@
 # and a replica drained behind nginx.
 source "$(dirname "$0")/lib.sh"
 need_venv
-ensure_release_binary
+ensure_server_binary
 step "load (64 connections), flood of large requests, and a replica drained behind nginx"
 "$PY" tests/load/make_data.py "$WORK" >/dev/null
-"$PY" tests/load/run.py --bin target/release/zarr-serve --data "$WORK" \
+"$PY" tests/load/run.py --bin "$SERVER_BIN" --data "$WORK" \
   --duration "${LOAD_SECONDS:-20}" --flood 10 --drain 12 --json "$WORK/load.json"

@@ -4,7 +4,7 @@
 # running service.
 source "$(dirname "$0")/lib.sh"
 ensure_fixtures
-ensure_release_binary
+ensure_server_binary
 step "s3: moto on loopback"
 S3_PORT=$(free_port)
 "$VENV/bin/moto_server" -H 127.0.0.1 -p "$S3_PORT" >"$WORK/s3.log" 2>&1 &
@@ -17,4 +17,4 @@ export AWS_ENDPOINT=http://127.0.0.1:$S3_PORT AWS_ALLOW_HTTP=true
 store_suites s3://zarr-fixtures/interop/data.zarr --test s3_faults
 kill "$S3_PID"
 step "s3: the S3 server stopped and restarted under a running service"
-"$PY" tests/s3/outage.py --bin target/release/zarr-serve --fixtures "$ZARR_FIXTURES/data.zarr"
+"$PY" tests/s3/outage.py --bin "$SERVER_BIN" --fixtures "$ZARR_FIXTURES/data.zarr"

@@ -4,4 +4,4 @@
 # corpora); needs nothing but cargo.
 source "$(dirname "$0")/lib.sh"
 step "unit: cargo test on the committed fixtures"
-cargo test --release --locked
+cargo test "${CARGO_PROFILE[@]}"

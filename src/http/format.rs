@@ -445,6 +445,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pngs_decode_to_their_rasters() {
+        // One pixel, a row, and images whose data spans several stored blocks.
+        for (width, height) in [(1u32, 1u32), (300, 1), (1, 300), (256, 256), (129, 257)] {
+            let rgba: Vec<u8> = (0..width * height * 4).map(|i| (i * 7 + i / 1021) as u8).collect();
+            let png = png_body(width, height, &rgba).unwrap();
+            let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+            let mut decoded = vec![0; reader.output_buffer_size().unwrap()];
+            let info = reader.next_frame(&mut decoded).unwrap();
+            assert_eq!((info.width, info.height), (width, height));
+            assert_eq!(
+                (info.color_type, info.bit_depth),
+                (png::ColorType::Rgba, png::BitDepth::Eight)
+            );
+            assert_eq!(decoded, rgba, "{width}x{height}");
+        }
+    }
+
+    #[test]
     fn negotiates() {
         let n = |q: Option<&str>, a: Option<&str>| {
             Format::negotiate(q, a, DataType::UInt8).map_err(|e| e.status().as_u16())

@@ -139,12 +139,19 @@ impl Render {
             _ => f64::from(b),
         };
         let nodata = self.nodata;
-        let mut present = [false; 256];
-        for &b in data {
-            present[usize::from(b)] = true;
-        }
-        let present_values = (0..=255u8).filter(|b| present[usize::from(*b)]).map(value);
-        let (lo, hi) = self.range(present_values, nodata);
+        let (lo, hi) = match (self.range, nodata) {
+            (Some(range), _) => range,
+            // Every element is drawn: the range is that of the extremes.
+            (None, None) => self.range(byte_extremes(data_type, data).into_iter().flatten().map(value), None),
+            (None, Some(_)) => {
+                let mut present = [false; 256];
+                for &b in data {
+                    present[usize::from(b)] = true;
+                }
+                let present_values = (0..=255u8).filter(|b| present[usize::from(*b)]).map(value);
+                self.range(present_values, nodata)
+            }
+        };
         let palette = self.palette();
         let mut by_byte = [[0u8; 4]; 256];
         for (b, color) in by_byte.iter_mut().enumerate() {
@@ -188,6 +195,25 @@ impl Render {
             [r, g, b, 255]
         })
     }
+}
+
+/// The bytes of the smallest and the largest element of one-byte `data`
+/// (bool, int8 or uint8) in its type's order; `None` when it is empty.
+fn byte_extremes(data_type: DataType, data: &[u8]) -> Option<[u8; 2]> {
+    if data.is_empty() {
+        return None;
+    }
+    // One fold per extreme, over values (not `min()` over references): these vectorize.
+    Some(if data_type == DataType::Int8 {
+        let lo = data.iter().fold(i8::MAX, |lo, &b| lo.min(b as i8));
+        let hi = data.iter().fold(i8::MIN, |hi, &b| hi.max(b as i8));
+        [lo as u8, hi as u8]
+    } else {
+        // Bool is ordered as its bytes are: 0 is false, any other is true.
+        let lo = data.iter().fold(u8::MAX, |lo, &b| lo.min(b));
+        let hi = data.iter().fold(u8::MIN, |hi, &b| hi.max(b));
+        [lo, hi]
+    })
 }
 
 /// Whether an element is drawn: neither NaN nor `nodata` (compared in the
@@ -272,6 +298,49 @@ mod tests {
         let viridis = Colormap::named("viridis").unwrap();
         assert_eq!(rgba[4..7], viridis.color(64));
         assert_eq!(rgba[16..19], viridis.color(0), "below LO clamps to the first colour");
+    }
+
+    /// Each pixel of a one-byte raster, drawn the plain way: the element's
+    /// value, the range of the drawn values, the colour of its index.
+    fn naive_bytes(render: &Render, data_type: DataType, data: &[u8]) -> Vec<u8> {
+        let value = |b: u8| match data_type {
+            DataType::Bool => f64::from(u8::from(b != 0)),
+            DataType::Int8 => f64::from(b as i8),
+            _ => f64::from(b),
+        };
+        let drawn_values = data.iter().map(|&b| value(b)).filter(|&v| drawn(v, render.nodata));
+        let (lo, hi) = render.range(drawn_values, render.nodata);
+        let palette = render.palette();
+        data.iter()
+            .flat_map(|&b| match drawn(value(b), render.nodata) {
+                true => palette[usize::from(index(value(b), lo, hi))],
+                false => [0; 4],
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_byte_rasters_equal_the_plain_drawing(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..70),
+            type_index in 0usize..3,
+            nodata in proptest::option::of(-3i32..300),
+            rescale in proptest::option::of((-200i32..200, 0i32..300)),
+        ) {
+            let data_type = [DataType::Bool, DataType::Int8, DataType::UInt8][type_index];
+            let data: Vec<u8> = match data_type {
+                DataType::Bool => data.iter().map(|b| b % 2).collect(),
+                _ => data,
+            };
+            let render = request(
+                rescale.map(|(lo, span)| format!("{lo},{}", lo + span)).as_deref(),
+                Some("viridis"),
+                nodata.map(|v| v.to_string()).as_deref(),
+            )
+            .resolve()
+            .unwrap();
+            proptest::prop_assert_eq!(render.rgba(data_type, &data).unwrap(), naive_bytes(&render, data_type, &data));
+        }
     }
 
     #[test]

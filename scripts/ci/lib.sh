@@ -39,8 +39,9 @@ ensure_fixtures() {
 }
 
 # Tests build with Cargo.toml's `ci` profile: the release profile's code
-# without its link-time optimisation, which would make each test
-# binary link for minutes. The server the stages start is built so too.
+# without its link-time optimisation, which would give each test binary a
+# whole-program link like the server's. The server the stages start is
+# built so too.
 CARGO_PROFILE=(--profile ci --locked)
 SERVER_BIN=target/ci/zarr-serve
 ensure_server_binary() { cargo build "${CARGO_PROFILE[@]}" --bin zarr-serve; }

@@ -133,11 +133,7 @@ impl Render {
     /// One-byte types (bool, int8, uint8): each of the 256 byte values is
     /// coloured once, then every pixel is a table lookup.
     fn rgba_bytes(&self, data_type: DataType, data: &[u8]) -> Vec<u8> {
-        let value = |b: u8| match data_type {
-            DataType::Bool => f64::from(u8::from(b != 0)),
-            DataType::Int8 => f64::from(b as i8),
-            _ => f64::from(b),
-        };
+        let value = |b: u8| byte_value(data_type, b);
         let nodata = self.nodata;
         let (lo, hi) = match (self.range, nodata) {
             (Some(range), _) => range,
@@ -194,6 +190,15 @@ impl Render {
             let [r, g, b] = self.colormap.color(i as u8);
             [r, g, b, 255]
         })
+    }
+}
+
+/// The value of a one-byte element (bool, int8 or uint8).
+fn byte_value(data_type: DataType, b: u8) -> f64 {
+    match data_type {
+        DataType::Bool => f64::from(u8::from(b != 0)),
+        DataType::Int8 => f64::from(b as i8),
+        _ => f64::from(b),
     }
 }
 
@@ -303,11 +308,7 @@ mod tests {
     /// Each pixel of a one-byte raster, drawn the plain way: the element's
     /// value, the range of the drawn values, the colour of its index.
     fn naive_bytes(render: &Render, data_type: DataType, data: &[u8]) -> Vec<u8> {
-        let value = |b: u8| match data_type {
-            DataType::Bool => f64::from(u8::from(b != 0)),
-            DataType::Int8 => f64::from(b as i8),
-            _ => f64::from(b),
-        };
+        let value = |b: u8| byte_value(data_type, b);
         let drawn_values = data.iter().map(|&b| value(b)).filter(|&v| drawn(v, render.nodata));
         let (lo, hi) = render.range(drawn_values, render.nodata);
         let palette = render.palette();

@@ -83,8 +83,8 @@ pub struct Config {
     pub metadata_ttl_secs: f64,
     /// Bytes of shard indexes cached.
     pub shard_index_cache_bytes: u64,
-    /// Bytes of decoded inner chunks cached for small reads (0: off). Hits make
-    /// no store request, so they may be stale for up to `metadata_ttl_secs`.
+    /// Bytes of decoded inner chunks cached for small reads (0: off). A read
+    /// served from it asks the store for the shard's version first.
     pub decoded_chunk_cache_bytes: u64,
     /// Target bytes of one streamed slab.
     pub slab_bytes: u64,
@@ -136,7 +136,7 @@ impl Default for Config {
             store_max_concurrent_requests: 64,
             metadata_ttl_secs: 5.0,
             shard_index_cache_bytes: 64 << 20,
-            decoded_chunk_cache_bytes: 0,
+            decoded_chunk_cache_bytes: crate::engine::DEFAULT_DECODED_CHUNK_BYTES,
             slab_bytes: 16 << 20,
             coalesce_gap_bytes: None,
             read_concurrency: 8,

@@ -102,27 +102,52 @@ async fn a_rewritten_shard_is_never_read_with_its_stale_index() {
     assert_eq!(read(&ds, "0:2,0:3").await, vec![0; 6]);
 }
 
-/// The opt-in decoded-chunk cache may serve a rewritten shard's old chunks,
-/// but never for longer than the metadata TTL.
+/// The decoded-chunk cache never serves a rewritten shard's chunks: a read
+/// answered from it entirely first confirms the shard's version, and one
+/// that fetches anything is conditional on it.
 #[tokio::test]
-async fn the_opt_in_decoded_chunk_cache_is_stale_at_most_for_the_ttl() {
+async fn the_decoded_chunk_cache_never_serves_a_rewritten_shard() {
     let dir = tempfile::tempdir().unwrap();
     write_metadata(dir.path(), 0);
-    let ttl = Duration::from_millis(300);
     let ds = dataset_at(
         dir.path(),
         CacheOptions {
-            metadata_ttl: ttl,
+            metadata_ttl: Duration::from_secs(3600),
             decoded_chunk_bytes: 1 << 20,
             ..CacheOptions::default()
         },
     );
+    let requests = || ds.store().stats().requests.load(std::sync::atomic::Ordering::Relaxed);
     write_shard(dir.path(), [Some(1), Some(2), Some(3), Some(4)], [0, 1, 2, 3]);
     assert_eq!(read(&ds, "0:2,0:3").await, vec![1; 6]);
+    assert_eq!(
+        read(&ds, "0:4,0:6").await,
+        expected([Some(1), Some(2), Some(3), Some(4)], 0)
+    );
+    let before = requests();
+    assert_eq!(read(&ds, "0:2,0:3").await, vec![1; 6], "a hit");
+    assert_eq!(requests() - before, 1, "a hit costs one version check");
+
+    // In place, same size: every chunk cached above is now stale.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    write_shard(dir.path(), [Some(9), Some(8), Some(7), Some(6)], [3, 2, 1, 0]);
-    tokio::time::sleep(ttl * 2).await;
+    let v2 = [Some(9), Some(8), Some(7), Some(6)];
+    write_shard(dir.path(), v2, [3, 2, 1, 0]);
     assert_eq!(read(&ds, "0:2,0:3").await, vec![9; 6]);
+    assert_eq!(read(&ds, "2:4,3:6").await, vec![6; 6]);
+    // Some chunks cached with the new version, one not: a conditional read.
+    assert_eq!(read(&ds, "0:4,0:6").await, expected(v2, 0));
+
+    // Replaced by another file (a new inode), as writers that rename do.
+    let v3 = [Some(5), None, Some(4), Some(3)];
+    let aside = tempfile::tempdir().unwrap();
+    write_metadata(aside.path(), 0);
+    write_shard(aside.path(), v3, [0, 1, 2, 3]);
+    std::fs::rename(aside.path().join("a/c/0/0"), dir.path().join("a/c/0/0")).unwrap();
+    assert_eq!(read(&ds, "0:4,0:6").await, expected(v3, 0));
+
+    // Deleted: the fill value.
+    std::fs::remove_file(dir.path().join("a/c/0/0")).unwrap();
+    assert_eq!(read(&ds, "0:2,0:3").await, vec![0; 6]);
 }
 
 #[tokio::test]

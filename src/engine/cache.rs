@@ -4,10 +4,11 @@
 //!   changed metadata is seen after at most that long;
 //! - shard indexes: sized in bytes, remembering the shard's ETag; reads that
 //!   use a cached index are conditional on that ETag;
-//! - opt-in (size 0 by default): decoded inner chunks of small reads
-//!   (tiles), keyed by the shard's ETag, kept for the metadata TTL. A hit
-//!   makes no store request, so a rewritten shard can be served stale for up
-//!   to that TTL; that is why it is off unless configured.
+//! - decoded inner chunks of small reads (tiles), keyed by the shard's
+//!   ETag. A read served from it entirely first asks the store for the
+//!   shard's current ETag (a HEAD; a stat on local disks), so a rewritten
+//!   shard's chunks are never served; a read that fetches any range is
+//!   conditional on that ETag anyway.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ pub struct CacheOptions {
     pub metadata_ttl: Duration,
     /// Bytes of shard indexes kept.
     pub shard_index_bytes: u64,
-    /// Bytes of decoded inner chunks kept (0, the default, disables the cache).
+    /// Bytes of decoded inner chunks kept (0 disables the cache).
     pub decoded_chunk_bytes: u64,
 }
 
@@ -33,10 +34,14 @@ impl Default for CacheOptions {
         Self {
             metadata_ttl: Duration::from_secs(5),
             shard_index_bytes: 64 << 20,
-            decoded_chunk_bytes: 0,
+            decoded_chunk_bytes: DEFAULT_DECODED_CHUNK_BYTES,
         }
     }
 }
+
+/// The decoded-chunk cache's default size: 2,048 tiles of 64 KiB, or 512
+/// inner chunks of 256 KiB.
+pub const DEFAULT_DECODED_CHUNK_BYTES: u64 = 128 << 20;
 
 /// A decoded shard index with the version of the shard it came from.
 #[derive(Debug)]
@@ -89,7 +94,6 @@ impl Caches {
                 .build(),
             decoded_chunks: Cache::builder()
                 .max_capacity(options.decoded_chunk_bytes)
-                .time_to_live(options.metadata_ttl)
                 .weigher(|k: &ChunkKey, v: &bytes::Bytes| (k.1.len() + v.len() + 64).try_into().unwrap_or(u32::MAX))
                 .build(),
             node_stats: Arc::default(),
@@ -112,6 +116,12 @@ impl Caches {
                 self.shard_indexes.entry_count(),
                 self.shard_indexes.weighted_size(),
                 &self.index_stats,
+            ),
+            (
+                "decoded_chunk",
+                self.decoded_chunks.entry_count(),
+                self.decoded_chunks.weighted_size(),
+                &self.chunk_stats,
             ),
         ]
     }

@@ -118,7 +118,7 @@ pub(super) async fn metrics(
         family(
             out,
             "zarr_serve_cache_size",
-            "Weighted size per cache (bytes for shard indexes, entries for metadata).",
+            "Weighted size per cache (bytes for shard indexes and decoded chunks, entries for metadata).",
             "gauge",
             &per_cache(&|r| r.2),
         );

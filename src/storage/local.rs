@@ -10,7 +10,8 @@
 //! hop costs two context switches, a fifth of the server's CPU per tile in
 //! profiles. Not on network or FUSE file systems (NFS, SMB, Ceph, 9p,
 //! s3fs, ...), where even an open may wait on the network: there every
-//! read goes to a blocking thread. Listing and HEAD stay with object_store.
+//! read goes to a blocking thread. A HEAD is one stat, on the same terms.
+//! Listing stays with object_store.
 
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek, SeekFrom};
@@ -104,6 +105,21 @@ impl LocalFiles {
         })
         .await
         .map_err(|e| generic(std::io::Error::other(e)))?
+    }
+}
+
+impl LocalFiles {
+    /// The metadata of the file at `location`, as object_store's `head`
+    /// gives it (the same ETag). A stat, on the calling thread where opens
+    /// cannot block: it is what confirms a decoded-chunk cache hit.
+    pub(super) async fn head(&self, location: Path) -> object_store::Result<ObjectMeta> {
+        let path = self.file_path(&location)?;
+        if self.inline {
+            return stat(&path, location);
+        }
+        tokio::task::spawn_blocking(move || stat(&path, location))
+            .await
+            .map_err(|e| generic(std::io::Error::other(e)))?
     }
 }
 
@@ -238,20 +254,38 @@ fn resolve(ranges: Option<&[GetRange]>, size: u64) -> object_store::Result<Vec<R
 }
 
 fn open(path: &std::path::Path) -> object_store::Result<(File, Metadata)> {
-    use std::io::ErrorKind::{IsADirectory, NotADirectory, NotFound};
-    let missing = |source: std::io::Error| object_store::Error::NotFound {
-        path: path.display().to_string(),
-        source: Box::new(source),
-    };
-    let file = File::open(path).map_err(|e| match e.kind() {
-        NotFound | NotADirectory | IsADirectory => missing(e),
-        _ => generic(e),
-    })?;
+    let file = File::open(path).map_err(|e| not_found_or_generic(path, e))?;
     let metadata = file.metadata().map_err(generic)?;
     if metadata.is_dir() {
-        return Err(missing(std::io::Error::new(IsADirectory, "is a directory")));
+        return Err(is_a_directory(path));
     }
     Ok((file, metadata))
+}
+
+/// The metadata of the file at `path` (following links, as `open` does).
+fn stat(path: &std::path::Path, location: Path) -> object_store::Result<ObjectMeta> {
+    let metadata = std::fs::metadata(path).map_err(|e| not_found_or_generic(path, e))?;
+    if metadata.is_dir() {
+        return Err(is_a_directory(path));
+    }
+    Ok(object_meta(location, &metadata))
+}
+
+/// A missing file (or a path through a file, or a directory) is not found.
+fn not_found_or_generic(path: &std::path::Path, error: std::io::Error) -> object_store::Error {
+    use std::io::ErrorKind::{IsADirectory, NotADirectory, NotFound};
+    match error.kind() {
+        NotFound | NotADirectory | IsADirectory => object_store::Error::NotFound {
+            path: path.display().to_string(),
+            source: Box::new(error),
+        },
+        _ => generic(error),
+    }
+}
+
+fn is_a_directory(path: &std::path::Path) -> object_store::Error {
+    let error = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory");
+    not_found_or_generic(path, error)
 }
 
 fn generic(source: std::io::Error) -> object_store::Error {
@@ -462,10 +496,32 @@ mod tests {
     #[tokio::test]
     async fn versions_match_object_stores_own() {
         let (_dir, local, location) = fixture();
-        let head = LocalFileSystem::new().head(&location).await.unwrap();
-        let (meta, _) = local.read(location, None, GetOptions::default()).await.unwrap();
-        assert_eq!(meta.e_tag, head.e_tag);
-        assert_eq!(meta.size, head.size);
+        let theirs = LocalFileSystem::new().head(&location).await.unwrap();
+        let (read, _) = local.read(location.clone(), None, GetOptions::default()).await.unwrap();
+        for blocking in [false, true] {
+            let local = LocalFiles {
+                inline: !blocking,
+                ..local.clone()
+            };
+            let head = local.head(location.clone()).await.unwrap();
+            assert_eq!(head, theirs, "blocking {blocking}");
+        }
+        assert_eq!((read.e_tag, read.size), (theirs.e_tag, theirs.size));
+    }
+
+    /// A file rewritten in place, or replaced by another, has a new version.
+    #[tokio::test]
+    async fn a_changed_file_has_a_new_version() {
+        let (dir, local, location) = fixture();
+        let before = local.head(location.clone()).await.unwrap().e_tag;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(dir.path().join("shard"), [7u8; 100]).unwrap();
+        let rewritten = local.head(location.clone()).await.unwrap().e_tag;
+        assert_ne!(rewritten, before);
+        std::fs::write(dir.path().join("other"), [7u8; 100]).unwrap();
+        std::fs::rename(dir.path().join("other"), dir.path().join("shard")).unwrap();
+        let replaced = local.head(location).await.unwrap().e_tag;
+        assert_ne!(replaced, rewritten);
     }
 
     #[tokio::test]
@@ -554,6 +610,11 @@ mod tests {
         for path in [through_file, directory, absent] {
             let err = local.read(path.clone(), None, GetOptions::default()).await.unwrap_err();
             assert!(matches!(err, object_store::Error::NotFound { .. }), "{path}: {err}");
+            let err = local.head(path.clone()).await.unwrap_err();
+            assert!(
+                matches!(err, object_store::Error::NotFound { .. }),
+                "head {path}: {err}"
+            );
         }
     }
 }

@@ -329,7 +329,15 @@ impl Store {
     /// Metadata of `key`, `None` when missing.
     pub async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let path = self.path(key)?;
-        Ok(self.run(self.inner.head(&path)).await?.map(|m| object_info(&m)))
+        let meta = self
+            .run(async {
+                match &self.local {
+                    Some(local) => local.head(path).await,
+                    None => self.inner.head(&path).await,
+                }
+            })
+            .await?;
+        Ok(meta.map(|m| object_info(&m)))
     }
 
     /// The names of the children of `prefix` (`""` for the root): the

@@ -128,9 +128,18 @@ def wrk_failures(r):
     return sum(r["errors"].values())
 
 
-# The default budgets of what the server may keep between requests (config keys
-# shard_index_cache_bytes, decoded_chunk_cache_bytes, buffer_pool_bytes), in MiB.
-CACHE_BUDGETS_MIB = 64 + 0 + 64
+def default_budgets_mib():
+    """What the server may keep between requests by default (config keys
+    shard_index_cache_bytes, decoded_chunk_cache_bytes, buffer_pool_bytes), in MiB,
+    from the shipped config file (the server's built-in defaults equal it)."""
+    import tomllib
+    with open(os.path.join(HERE, "..", "..", "config", "default.toml"), "rb") as f:
+        config = tomllib.load(f)
+    keys = ("shard_index_cache_bytes", "decoded_chunk_cache_bytes", "buffer_pool_bytes")
+    return sum(config[k] for k in keys) / 2**20
+
+
+CACHE_BUDGETS_MIB = default_budgets_mib()
 # RSS after the load may exceed start-up RSS plus those budgets by at most this.
 AFTER_LOAD_SLACK_MIB = 64
 

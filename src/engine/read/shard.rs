@@ -18,8 +18,10 @@ use crate::engine::plan::{point_units, units, Part, ReadPlan, Unit};
 use crate::engine::selection::{ChunkSpan, DimSelection};
 use crate::storage::{ByteRange, StoreError};
 
-/// Reads up to this size keep their decoded inner chunks in the decoded-chunk
-/// cache; larger reads would only evict what small reads (tiles) reuse.
+/// Reads that decode at most this many bytes of inner chunks keep them in
+/// the decoded-chunk cache (a tile, a few points). Larger reads would only
+/// evict what small reads reuse, and would decode whole chunks where a
+/// prefix would do.
 const CACHEABLE_READ_BYTES: u64 = 4 << 20;
 
 /// Some of the inner chunks of one shard that a slab needs, fetched and
@@ -32,6 +34,9 @@ pub(super) struct Piece {
     /// Every inner chunk of the shard is needed (then this is the only
     /// piece, and a cold shard is read whole).
     whole: bool,
+    /// Whether the decoded inner chunks go to the decoded-chunk cache
+    /// ([`keep_small_reads`]).
+    keep: bool,
 }
 
 /// The pieces of shard `unit` for a slab: its needed inner chunks in runs
@@ -44,6 +49,7 @@ pub(super) fn pieces(codec: &ShardingCodec, unit: Unit, per_piece: usize) -> Vec
             coords: unit.coords,
             needed,
             whole,
+            keep: false,
         }];
     }
     let mut needed = needed.into_iter().peekable();
@@ -53,9 +59,22 @@ pub(super) fn pieces(codec: &ShardingCodec, unit: Unit, per_piece: usize) -> Vec
             coords: unit.coords.clone(),
             needed: needed.by_ref().take(per_piece).collect(),
             whole: false,
+            keep: false,
         });
     }
     pieces
+}
+
+/// Mark the pieces of a whole read (`pieces` of its only slab) for the
+/// decoded-chunk cache when the read decodes at most
+/// [`CACHEABLE_READ_BYTES`] of inner chunks.
+pub(super) fn keep_small_reads(codec: &ShardingCodec, pieces: &mut [Piece]) {
+    let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes() as u64;
+    let chunks: u64 = pieces.iter().map(|p| p.needed.len() as u64).sum();
+    let keep = chunks.saturating_mul(inner_bytes) <= CACHEABLE_READ_BYTES;
+    for piece in pieces {
+        piece.keep = keep;
+    }
 }
 
 impl Dataset {
@@ -69,12 +88,11 @@ impl Dataset {
         piece: &Piece,
         pin: Pin,
     ) -> Result<Fetched> {
-        let needed = &piece.needed;
         for attempt in 0..2 {
             let result = match self.cached_index(&key).await {
-                None if piece.whole && pin.is_none() => self.fetch_whole_shard(plan, codec, &key, needed).await,
+                None if piece.whole && pin.is_none() => self.fetch_whole_shard(plan, codec, &key, &piece.needed).await,
                 cached => {
-                    self.fetch_inner_chunks(plan, codec, &key, cached, needed, pin.clone())
+                    self.fetch_inner_chunks(plan, codec, &key, cached, piece, pin.clone())
                         .await
                 }
             };
@@ -226,9 +244,10 @@ impl Dataset {
         codec: &ShardingCodec,
         key: &str,
         cached: Option<Arc<CachedIndex>>,
-        needed: &[Unit],
+        piece: &Piece,
         pin: Pin,
     ) -> Result<(Option<String>, Vec<Item>)> {
+        let needed = &piece.needed;
         let index = match (cached, &pin) {
             (Some(c), None) => Some(c),
             (Some(c), Some(p)) if c.etag == *p => Some(c),
@@ -246,10 +265,8 @@ impl Dataset {
         check_pin(key, &pin, Some(&index.etag))?;
         // Small reads of an unchanged shard may find inner chunks already decoded.
         let caches = &self.resources.caches;
-        let cacheable = caches.decoded_chunks.policy().max_capacity().unwrap_or(0) > 0
-            && plan.slab_count() == 1
-            && plan.output_bytes() <= CACHEABLE_READ_BYTES
-            && index.etag.is_some();
+        let cacheable =
+            piece.keep && caches.decoded_chunks.policy().max_capacity().unwrap_or(0) > 0 && index.etag.is_some();
         let mut items = Vec::with_capacity(needed.len());
         let mut ranges = Vec::new();
         for u in needed {
@@ -285,7 +302,10 @@ impl Dataset {
                 cache_as,
             });
         }
-        if !ranges.is_empty() {
+        if ranges.is_empty() && items.iter().any(|i| matches!(i.source, Source::Decoded(_))) {
+            // Nothing to fetch, so no conditional read vouches for the hits.
+            self.confirm_version(key, index.etag.as_deref()).await?;
+        } else if !ranges.is_empty() {
             let asked: Vec<_> = ranges.iter().map(|(_, r)| r.clone()).collect();
             let fetched = self
                 .store
@@ -300,6 +320,15 @@ impl Dataset {
             }
         }
         Ok((index.etag.clone(), items))
+    }
+
+    /// [`StoreError::Changed`] unless `key` still has the version `etag`.
+    async fn confirm_version(&self, key: &str, etag: Option<&str>) -> Result<()> {
+        let current = self.store.head(key).await?.and_then(|info| info.etag);
+        match current.as_deref() == etag {
+            true => Ok(()),
+            false => Err(Error::Store(StoreError::Changed(key.to_string()))),
+        }
     }
 }
 

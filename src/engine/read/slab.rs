@@ -353,11 +353,14 @@ fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize) -> Vec<Job> {
         Some(codec) => {
             let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes().max(1);
             let per_piece = (batch_bytes / inner_bytes).max(1);
-            units
+            let mut pieces: Vec<_> = units
                 .into_iter()
                 .flat_map(|unit| shard::pieces(codec, unit, per_piece))
-                .map(Job::Piece)
-                .collect()
+                .collect();
+            if plan.slab_count() == 1 {
+                shard::keep_small_reads(codec, &mut pieces);
+            }
+            pieces.into_iter().map(Job::Piece).collect()
         }
     }
 }
@@ -400,30 +403,77 @@ mod tests {
     use crate::engine::{ResourceOptions, Resources, Selection};
     use crate::storage::{Store, StoreOptions};
 
-    /// A uint8 array (1024, 2048) in two shards (1024, 1024) of four raw
-    /// inner chunks (512, 512) each: a 2 MiB slab read in two pieces.
-    fn write_array(dir: &std::path::Path) {
+    /// Array `name`: uint8 (1024, 1024 * wide) in two shards side by side,
+    /// each of 2 x `wide` raw inner chunks (512, 512) of 256 KiB.
+    fn write_sharded(dir: &std::path::Path, name: &str, wide: u64) {
         let meta = json!({
-            "zarr_format": 3, "node_type": "array", "shape": [1024, 2048], "data_type": "uint8",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1024, 1024]}},
+            "zarr_format": 3, "node_type": "array", "shape": [1024, 1024 * wide], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1024, 512 * wide]}},
             "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
             "codecs": [{"name": "sharding_indexed", "configuration": {
                 "chunk_shape": [512, 512],
                 "codecs": [{"name": "bytes"}],
                 "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}],
         });
-        std::fs::create_dir_all(dir.join("a/c/0")).unwrap();
-        std::fs::write(dir.join("a/zarr.json"), meta.to_string()).unwrap();
-        let inner = 512 * 512;
-        for shard in 0..2u8 {
-            let mut data: Vec<u8> = (0..4u8).flat_map(|i| vec![shard * 4 + i; inner]).collect();
-            let mut index: Vec<u8> = (0..4u64)
+        std::fs::create_dir_all(dir.join(format!("{name}/c/0"))).unwrap();
+        std::fs::write(dir.join(format!("{name}/zarr.json")), meta.to_string()).unwrap();
+        let (inner, count) = (512 * 512, 2 * wide);
+        for shard in 0..2 {
+            let mut data: Vec<u8> = (0..count)
+                .flat_map(|i| vec![(shard * count + i) as u8; inner])
+                .collect();
+            let mut index: Vec<u8> = (0..count)
                 .flat_map(|i| [(i * inner as u64).to_le_bytes(), (inner as u64).to_le_bytes()].concat())
                 .collect();
             index.extend(crc32c::crc32c(&index).to_le_bytes());
             data.extend(index);
-            std::fs::write(dir.join(format!("a/c/0/{shard}")), data).unwrap();
+            std::fs::write(dir.join(format!("{name}/c/0/{shard}")), data).unwrap();
         }
+    }
+
+    /// A uint8 array (1024, 2048) in two shards (1024, 1024) of four raw
+    /// inner chunks (512, 512) each: a 2 MiB slab read in two pieces.
+    fn write_array(dir: &std::path::Path) {
+        write_sharded(dir, "a", 2);
+    }
+
+    /// Reads that decode at most 4 MiB of inner chunks keep them in the
+    /// decoded-chunk cache; larger ones (a wide region, points spread over
+    /// many chunks) leave it alone.
+    #[tokio::test]
+    async fn only_small_reads_fill_the_decoded_chunk_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        // 32 inner chunks, 8 MiB.
+        write_sharded(dir.path(), "b", 8);
+        let resources = Arc::new(Resources::new(&ResourceOptions::default()));
+        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
+        let dataset = Dataset::new("t", None, store, resources.clone());
+        let cached = || async {
+            let chunks = &resources.caches().decoded_chunks;
+            chunks.run_pending_tasks().await;
+            chunks.entry_count()
+        };
+        let dataset = &dataset;
+        let read = |selection: Selection| async move {
+            let plan = dataset.plan_read("b", &selection).await.unwrap();
+            assert_eq!(plan.slab_count(), 1);
+            dataset.read_all(&plan).await.unwrap().0
+        };
+        // Points in `n` inner chunks, one each: row 600, then row 0.
+        let row = |i| if i < 16 { 1 } else { 0 };
+        let spread = |n: u8| Selection::points((0..n).map(|i| vec![600 * row(i), (i % 16) as i64 * 512]).collect());
+        // The value of inner chunk (row(i), i % 8) of shard i % 16 / 8.
+        let value = |i: u8| (i % 16 / 8) * 16 + row(i) as u8 * 8 + i % 8;
+        // Nine inner chunks (2.25 MiB): kept.
+        assert_eq!(read(spread(9)).await.to_vec(), (0..9).map(value).collect::<Vec<_>>());
+        assert_eq!(cached().await, 9);
+        // 17 inner chunks (4.25 MiB): too many to keep.
+        assert_eq!(read(spread(17)).await.to_vec(), (0..17).map(value).collect::<Vec<_>>());
+        assert_eq!(cached().await, 9);
+        // A region of 2 x 9 inner chunks (4.5 MiB): too many to keep.
+        let region = read(Selection::parse("0:513,0:4097").unwrap()).await;
+        assert_eq!(region[512 * 4097 + 4096], 24);
+        assert_eq!(cached().await, 9);
     }
 
     /// A read dropped while its chunks wait for the decoding thread keeps

@@ -136,7 +136,7 @@ impl Default for Config {
             store_max_concurrent_requests: 64,
             metadata_ttl_secs: 5.0,
             shard_index_cache_bytes: 64 << 20,
-            decoded_chunk_cache_bytes: crate::engine::DEFAULT_DECODED_CHUNK_BYTES,
+            decoded_chunk_cache_bytes: 128 << 20,
             slab_bytes: 16 << 20,
             coalesce_gap_bytes: None,
             read_concurrency: 8,
@@ -488,6 +488,17 @@ mod tests {
         let c = Config::from_file(&path).unwrap();
         assert!(c.datasets.contains_key("sample"));
         c.validate().unwrap();
+        // The memory budgets it states are the built-in ones (the load
+        // test reads them from this file).
+        let built_in = Config::default();
+        let budgets = |c: &Config| {
+            (
+                c.shard_index_cache_bytes,
+                c.decoded_chunk_cache_bytes,
+                c.buffer_pool_bytes,
+            )
+        };
+        assert_eq!(budgets(&c), budgets(&built_in));
         // Its paths name the shipped sample from any working directory.
         for dataset in c.datasets.values() {
             assert!(!dataset.url.contains(".."), "{}", dataset.url);

@@ -77,7 +77,13 @@ async fn read(ds: &Dataset, select: &str) -> Vec<u8> {
 async fn a_rewritten_shard_is_never_read_with_its_stale_index() {
     let dir = tempfile::tempdir().unwrap();
     write_metadata(dir.path(), 0);
-    let ds = dataset_at(dir.path(), CacheOptions::default());
+    // Without decoded chunks, so that every read after a rewrite is a
+    // conditional read by the stale index.
+    let caches = CacheOptions {
+        decoded_chunk_bytes: 0,
+        ..CacheOptions::default()
+    };
+    let ds = dataset_at(dir.path(), caches);
 
     let v1 = [Some(1), Some(2), Some(3), Some(4)];
     write_shard(dir.path(), v1, [0, 1, 2, 3]);
@@ -134,7 +140,7 @@ async fn the_decoded_chunk_cache_never_serves_a_rewritten_shard() {
     write_shard(dir.path(), v2, [3, 2, 1, 0]);
     assert_eq!(read(&ds, "0:2,0:3").await, vec![9; 6]);
     assert_eq!(read(&ds, "2:4,3:6").await, vec![6; 6]);
-    // Some chunks cached with the new version, one not: a conditional read.
+    // Chunks 0 and 3 cached with the new version, 1 and 2 not: a conditional read.
     assert_eq!(read(&ds, "0:4,0:6").await, expected(v2, 0));
 
     // Replaced by another file (a new inode), as writers that rename do.
@@ -145,9 +151,34 @@ async fn the_decoded_chunk_cache_never_serves_a_rewritten_shard() {
     std::fs::rename(aside.path().join("a/c/0/0"), dir.path().join("a/c/0/0")).unwrap();
     assert_eq!(read(&ds, "0:4,0:6").await, expected(v3, 0));
 
+    // Chunk 0 cached, chunk 2 not, then a rewrite: the conditional read of
+    // chunk 2 fails, and both are read again by a fresh index.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    write_shard(dir.path(), [Some(21), Some(22), Some(23), Some(24)], [0, 1, 2, 3]);
+    assert_eq!(read(&ds, "0:2,0:3").await, vec![21; 6]);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    write_shard(dir.path(), [Some(31), Some(32), Some(33), Some(34)], [3, 2, 1, 0]);
+    assert_eq!(read(&ds, "0:4,0:3").await, [[31; 6], [33; 6]].concat());
+
     // Deleted: the fill value.
     std::fs::remove_file(dir.path().join("a/c/0/0")).unwrap();
     assert_eq!(read(&ds, "0:2,0:3").await, vec![0; 6]);
+}
+
+/// A chunk that the cached index says is empty is not trusted to stay so:
+/// a read that fetches nothing confirms the shard's version.
+#[tokio::test]
+async fn an_empty_chunk_is_read_again_once_its_shard_is_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    write_metadata(dir.path(), 0);
+    let ds = dataset_at(dir.path(), CacheOptions::default());
+    write_shard(dir.path(), [None, Some(2), Some(3), Some(4)], [0, 1, 2, 3]);
+    // The index is cached by a read of chunk 1; chunk 0 is empty.
+    assert_eq!(read(&ds, "0:2,3:6").await, vec![2; 6]);
+    assert_eq!(read(&ds, "0:2,0:3").await, vec![0; 6]);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    write_shard(dir.path(), [Some(7), Some(2), Some(3), Some(4)], [0, 1, 2, 3]);
+    assert_eq!(read(&ds, "0:2,0:3").await, vec![7; 6]);
 }
 
 #[tokio::test]

@@ -58,6 +58,7 @@ async fn operational_endpoints() {
         "zarr_serve_store_bytes_total{dataset=\"fixtures\"}",
         "zarr_serve_cache_hits_total{cache=\"metadata\"}",
         "zarr_serve_cache_misses_total{cache=\"shard_index\"}",
+        "zarr_serve_cache_entries{cache=\"decoded_chunk\"}",
     ] {
         assert!(metrics.contains(family), "{family} missing from\n{metrics}");
     }

@@ -5,10 +5,14 @@
 //! - shard indexes: sized in bytes, remembering the shard's ETag; reads that
 //!   use a cached index are conditional on that ETag;
 //! - decoded inner chunks of small reads (tiles), keyed by the shard's
-//!   ETag. A read served from it entirely first asks the store for the
-//!   shard's current ETag (a HEAD; a stat on local disks), so a rewritten
-//!   shard's chunks are never served; a read that fetches any range is
-//!   conditional on that ETag anyway.
+//!   ETag. A read that fetches nothing (its chunks cached or empty) first
+//!   asks the store for the shard's current ETag (a HEAD; a stat on local
+//!   disks), so a rewritten shard's chunks are never served; a read that
+//!   fetches any range is conditional on that ETag anyway.
+//!
+//! Both shard caches trust the store's ETag to change when an object does
+//! (for local files: inode, modification time in microseconds and size, as
+//! object_store reports them); they have no TTL.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,14 +38,10 @@ impl Default for CacheOptions {
         Self {
             metadata_ttl: Duration::from_secs(5),
             shard_index_bytes: 64 << 20,
-            decoded_chunk_bytes: DEFAULT_DECODED_CHUNK_BYTES,
+            decoded_chunk_bytes: 128 << 20,
         }
     }
 }
-
-/// The decoded-chunk cache's default size: 2,048 tiles of 64 KiB, or 512
-/// inner chunks of 256 KiB.
-pub const DEFAULT_DECODED_CHUNK_BYTES: u64 = 128 << 20;
 
 /// A decoded shard index with the version of the shard it came from.
 #[derive(Debug)]
@@ -94,7 +94,9 @@ impl Caches {
                 .build(),
             decoded_chunks: Cache::builder()
                 .max_capacity(options.decoded_chunk_bytes)
-                .weigher(|k: &ChunkKey, v: &bytes::Bytes| (k.1.len() + v.len() + 64).try_into().unwrap_or(u32::MAX))
+                .weigher(|k: &ChunkKey, v: &bytes::Bytes| {
+                    (k.1.len() + k.3.len() + v.len() + 64).try_into().unwrap_or(u32::MAX)
+                })
                 .build(),
             node_stats: Arc::default(),
             index_stats: Arc::default(),

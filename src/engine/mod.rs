@@ -52,7 +52,7 @@ mod v2_view;
 pub mod values;
 pub mod vlen;
 
-pub use cache::{CacheOptions, CacheStats, Caches, DEFAULT_DECODED_CHUNK_BYTES};
+pub use cache::{CacheOptions, CacheStats, Caches};
 pub use data_type::DataType;
 pub use error::{Error, Result};
 pub use hierarchy::{Child, Dataset};

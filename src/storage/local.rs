@@ -106,12 +106,11 @@ impl LocalFiles {
         .await
         .map_err(|e| generic(std::io::Error::other(e)))?
     }
-}
 
-impl LocalFiles {
-    /// The metadata of the file at `location`, as object_store's `head`
-    /// gives it (the same ETag). A stat, on the calling thread where opens
-    /// cannot block: it is what confirms a decoded-chunk cache hit.
+    /// The metadata of the file at `location`, with the ETag a read of it
+    /// reports: one stat, on the calling thread where opens cannot block.
+    /// It is what confirms a decoded-chunk cache hit. Unlike a read, it
+    /// does not notice a file it may not open (a read of that fails).
     pub(super) async fn head(&self, location: Path) -> object_store::Result<ObjectMeta> {
         let path = self.file_path(&location)?;
         if self.inline {
@@ -216,7 +215,9 @@ fn read_file(
     buffers: &Arc<BufferPool>,
     wait: Wait,
 ) -> object_store::Result<Option<Fetched>> {
-    let (file, metadata) = open(path)?;
+    let Some((file, metadata)) = open(path, wait)? else {
+        return Ok(None);
+    };
     let meta = object_meta(location, &metadata);
     options.check_preconditions(&meta)?;
     let ranges = resolve(ranges, meta.size)?;
@@ -253,20 +254,48 @@ fn resolve(ranges: Option<&[GetRange]>, size: u64) -> object_store::Result<Vec<R
     }
 }
 
-fn open(path: &std::path::Path) -> object_store::Result<(File, Metadata)> {
-    let file = File::open(path).map_err(|e| not_found_or_generic(path, e))?;
-    let metadata = file.metadata().map_err(generic)?;
-    if metadata.is_dir() {
-        return Err(is_a_directory(path));
+/// Open the regular file at `path`; anything else (a directory, FIFO,
+/// socket or device) is no stored object, and is not found. The open never
+/// waits for a FIFO's writer; when it would wait for a lease to be broken,
+/// `None` with `Wait::No` (ask again with `Wait::Yes`, which waits).
+fn open(path: &std::path::Path, wait: Wait) -> object_store::Result<Option<(File, Metadata)>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open_with = |flags| std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path);
+    let file = match open_with(libc::O_NONBLOCK) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && wait == Wait::No => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => open_with(0),
+        opened => opened,
     }
-    Ok((file, metadata))
+    .map_err(|e| not_found_or_generic(path, e))?;
+    let metadata = file.metadata().map_err(generic)?;
+    if !metadata.is_file() {
+        return Err(not_a_file(path));
+    }
+    if wait == Wait::Yes {
+        // Local file systems ignore O_NONBLOCK for regular files; a
+        // network one might not.
+        clear_nonblocking(&file).map_err(generic)?;
+    }
+    Ok(Some((file, metadata)))
 }
 
-/// The metadata of the file at `path` (following links, as `open` does).
+fn clear_nonblocking(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on an open descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The metadata of the regular file at `path` (following links, as `open` does).
 fn stat(path: &std::path::Path, location: Path) -> object_store::Result<ObjectMeta> {
     let metadata = std::fs::metadata(path).map_err(|e| not_found_or_generic(path, e))?;
-    if metadata.is_dir() {
-        return Err(is_a_directory(path));
+    if !metadata.is_file() {
+        return Err(not_a_file(path));
     }
     Ok(object_meta(location, &metadata))
 }
@@ -283,9 +312,12 @@ fn not_found_or_generic(path: &std::path::Path, error: std::io::Error) -> object
     }
 }
 
-fn is_a_directory(path: &std::path::Path) -> object_store::Error {
-    let error = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory");
-    not_found_or_generic(path, error)
+/// A directory, FIFO, socket or device where a stored object was asked for.
+fn not_a_file(path: &std::path::Path) -> object_store::Error {
+    object_store::Error::NotFound {
+        path: path.display().to_string(),
+        source: "not a regular file".into(),
+    }
 }
 
 fn generic(source: std::io::Error) -> object_store::Error {
@@ -513,9 +545,16 @@ mod tests {
     #[tokio::test]
     async fn a_changed_file_has_a_new_version() {
         let (dir, local, location) = fixture();
-        let before = local.head(location.clone()).await.unwrap().e_tag;
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        let before = local.head(location.clone()).await.unwrap();
+        // Same inode, same size, a later modification time.
         std::fs::write(dir.path().join("shard"), [7u8; 100]).unwrap();
+        let later = std::time::SystemTime::from(before.last_modified) + std::time::Duration::from_millis(1);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("shard"))
+            .unwrap();
+        file.set_modified(later).unwrap();
+        let before = before.e_tag;
         let rewritten = local.head(location.clone()).await.unwrap().e_tag;
         assert_ne!(rewritten, before);
         std::fs::write(dir.path().join("other"), [7u8; 100]).unwrap();
@@ -602,12 +641,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn missing_files_and_directories_are_not_found() {
+    async fn missing_files_directories_and_fifos_are_not_found() {
         let (dir, local, location) = fixture();
         let through_file = Path::from_absolute_path(dir.path().join("shard/zarr.json")).unwrap();
         let directory = Path::from_absolute_path(dir.path()).unwrap();
         let absent = Path::from(format!("{location}-absent"));
-        for path in [through_file, directory, absent] {
+        // A read of a FIFO must not wait for a writer (it would stall a runtime thread).
+        let fifo = dir.path().join("fifo");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let fifo = Path::from_absolute_path(fifo).unwrap();
+        for path in [through_file, directory, absent, fifo] {
             let err = local.read(path.clone(), None, GetOptions::default()).await.unwrap_err();
             assert!(matches!(err, object_store::Error::NotFound { .. }), "{path}: {err}");
             let err = local.head(path.clone()).await.unwrap_err();

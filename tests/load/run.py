@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRK_DONE_LUA = os.path.join(HERE, "..", "..", "bench", "wrk_done.lua")
@@ -131,8 +132,7 @@ def wrk_failures(r):
 def default_budgets_mib():
     """What the server may keep between requests by default (config keys
     shard_index_cache_bytes, decoded_chunk_cache_bytes, buffer_pool_bytes), in MiB,
-    from the shipped config file (the server's built-in defaults equal it)."""
-    import tomllib
+    from the shipped config file (src/config.rs tests that the built-in defaults equal it)."""
     with open(os.path.join(HERE, "..", "..", "config", "default.toml"), "rb") as f:
         config = tomllib.load(f)
     keys = ("shard_index_cache_bytes", "decoded_chunk_cache_bytes", "buffer_pool_bytes")

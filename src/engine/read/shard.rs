@@ -6,6 +6,7 @@
 //! fetched in pieces of about one decoding batch each, so a read never
 //! holds more encoded bytes than its pieces in flight.
 
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -34,47 +35,57 @@ pub(super) struct Piece {
     /// Every inner chunk of the shard is needed (then this is the only
     /// piece, and a cold shard is read whole).
     whole: bool,
-    /// Whether the decoded inner chunks go to the decoded-chunk cache
-    /// ([`keep_small_reads`]).
+    /// Whether the decoded inner chunks go to the decoded-chunk cache.
     keep: bool,
 }
 
-/// The pieces of shard `unit` for a slab: its needed inner chunks in runs
-/// of `per_piece`, or one piece when the slab needs the whole shard.
-pub(super) fn pieces(codec: &ShardingCodec, unit: Unit, per_piece: usize) -> Vec<Piece> {
-    let needed = inner_units(codec, &unit);
-    let whole = needed.len() as u64 == codec.chunks_per_shard().iter().product::<u64>();
-    if whole || needed.len() <= per_piece {
-        return vec![Piece {
-            coords: unit.coords,
-            needed,
-            whole,
-            keep: false,
-        }];
-    }
-    let mut needed = needed.into_iter().peekable();
-    let mut pieces = Vec::new();
-    while needed.peek().is_some() {
-        pieces.push(Piece {
-            coords: unit.coords.clone(),
-            needed: needed.by_ref().take(per_piece).collect(),
-            whole: false,
-            keep: false,
-        });
-    }
-    pieces
+/// The pieces of a slab's shards `units`: each shard's needed inner chunks
+/// in runs of `per_piece`, or in one piece when the slab needs the whole
+/// shard. A whole read (`one_slab`) that decodes little ([`worth_keeping`])
+/// keeps its inner chunks in the decoded-chunk cache and takes each shard
+/// in one piece, so that one version check covers a shard's cached chunks.
+pub(super) fn pieces(codec: &ShardingCodec, units: Vec<Unit>, per_piece: usize, one_slab: bool) -> Vec<Piece> {
+    let shards: Vec<(Vec<u64>, Vec<Unit>)> = units
+        .into_iter()
+        .map(|unit| {
+            let needed = inner_units(codec, &unit);
+            (unit.coords, needed)
+        })
+        .collect();
+    let keep = one_slab && worth_keeping(codec, shards.iter().map(|(_, needed)| needed.len()));
+    let per_piece = if keep { usize::MAX } else { per_piece };
+    let per_shard = codec.chunks_per_shard().iter().product::<u64>() as usize;
+    shards
+        .into_iter()
+        .flat_map(|(coords, needed)| {
+            let whole = needed.len() == per_shard;
+            split(needed, if whole { usize::MAX } else { per_piece }).map(move |needed| Piece {
+                coords: coords.clone(),
+                needed,
+                whole,
+                keep,
+            })
+        })
+        .collect()
 }
 
-/// Mark the pieces of a whole read (`pieces` of its only slab) for the
-/// decoded-chunk cache when the read decodes at most
-/// [`CACHEABLE_READ_BYTES`] of inner chunks.
-pub(super) fn keep_small_reads(codec: &ShardingCodec, pieces: &mut [Piece]) {
-    let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes() as u64;
-    let chunks: u64 = pieces.iter().map(|p| p.needed.len() as u64).sum();
-    let keep = chunks.saturating_mul(inner_bytes) <= CACHEABLE_READ_BYTES;
-    for piece in pieces {
-        piece.keep = keep;
-    }
+/// `needed` in runs of `per_piece` (at least one run).
+fn split(needed: Vec<Unit>, per_piece: usize) -> impl Iterator<Item = Vec<Unit>> {
+    let mut needed = needed.into_iter().peekable();
+    let mut first = true;
+    std::iter::from_fn(move || {
+        let more = std::mem::take(&mut first) || needed.peek().is_some();
+        more.then(|| needed.by_ref().take(per_piece).collect())
+    })
+}
+
+/// Whether a read of these many inner chunks (per shard) decodes at most
+/// [`CACHEABLE_READ_BYTES`]; variable-length elements are never kept (their
+/// decoded size is not known up front).
+fn worth_keeping(codec: &ShardingCodec, chunks: impl Iterator<Item = usize>) -> bool {
+    let repr = codec.inner_codecs().decoded_repr();
+    let chunks: u64 = chunks.map(|n| n as u64).sum();
+    !repr.data_type.is_variable() && chunks.saturating_mul(repr.size_bytes() as u64) <= CACHEABLE_READ_BYTES
 }
 
 impl Dataset {
@@ -97,10 +108,14 @@ impl Dataset {
                 }
             };
             match result {
-                // The shard changed since its index was cached: drop it and read again.
-                Err(Error::Store(StoreError::Changed(_))) if attempt == 0 && pin.is_none() => {
+                // The shard changed since its index was cached: drop it, and
+                // read again unless the read is pinned to the old version.
+                Err(changed @ Error::Store(StoreError::Changed(_))) if attempt == 0 => {
                     let cache_key = (self.name.clone(), key.clone());
                     self.resources.caches.shard_indexes.invalidate(&cache_key).await;
+                    if pin.is_some() {
+                        return Err(changed);
+                    }
                 }
                 other => {
                     let (version, items) = other?;
@@ -237,7 +252,9 @@ impl Dataset {
         Ok((read.info.etag, items))
     }
 
-    /// The needed inner chunks by byte ranges, conditional on the index's ETag.
+    /// The needed inner chunks by byte ranges, conditional on the index's
+    /// ETag. When nothing is fetched (every chunk cached or empty) and the
+    /// index came from the cache, the shard's version is confirmed instead.
     async fn fetch_inner_chunks(
         &self,
         plan: &ReadPlan,
@@ -247,65 +264,23 @@ impl Dataset {
         piece: &Piece,
         pin: Pin,
     ) -> Result<(Option<String>, Vec<Item>)> {
-        let needed = &piece.needed;
-        let index = match (cached, &pin) {
-            (Some(c), None) => Some(c),
-            (Some(c), Some(p)) if c.etag == *p => Some(c),
-            (_, Some(None)) => None,
-            (None, None) => self.load_index(key, codec).await?,
+        let (index, fresh) = match (cached, &pin) {
+            (Some(c), None) => (Some(c), false),
+            (Some(c), Some(p)) if c.etag == *p => (Some(c), false),
+            (_, Some(None)) => (None, false),
+            (None, None) => (self.load_index(key, codec).await?, true),
             _ => {
-                self.fetch_index(key, codec, pin.as_ref().and_then(|p| p.as_deref()))
-                    .await?
+                let pinned = pin.as_ref().and_then(|p| p.as_deref());
+                (self.fetch_index(key, codec, pinned).await?, true)
             }
         };
         let Some(index) = index else {
             check_pin(key, &pin, None)?;
-            return Ok((None, needed.iter().map(|u| Item::fill(plan, u)).collect()));
+            return Ok((None, piece.needed.iter().map(|u| Item::fill(plan, u)).collect()));
         };
         check_pin(key, &pin, Some(&index.etag))?;
-        // Small reads of an unchanged shard may find inner chunks already decoded.
-        let caches = &self.resources.caches;
-        let cacheable =
-            piece.keep && caches.decoded_chunks.policy().max_capacity().unwrap_or(0) > 0 && index.etag.is_some();
-        let mut items = Vec::with_capacity(needed.len());
-        let mut ranges = Vec::new();
-        for u in needed {
-            let linear = codec.linear_index(&u.coords);
-            let cache_as = cacheable.then(|| {
-                let etag = index.etag.clone().unwrap_or_default();
-                (self.name.clone(), key.to_string(), linear, etag)
-            });
-            let hit = match &cache_as {
-                Some(k) => caches.decoded_chunks.get(k).await,
-                None => None,
-            };
-            if cacheable {
-                let stats = &caches.chunk_stats;
-                if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
-            }
-            let source = match (hit, index.index.chunk_range(linear)) {
-                (Some(data), _) => Source::Decoded(data),
-                (None, Some(range)) => {
-                    ranges.push((items.len(), range));
-                    Source::Fill // replaced by the fetched bytes below
-                }
-                (None, None) => Source::Fill,
-            };
-            let cache_as = if matches!(source, Source::Decoded(_)) {
-                None
-            } else {
-                cache_as
-            };
-            items.push(Item {
-                source,
-                placement: u.part.placement(&plan.read_shape),
-                cache_as,
-            });
-        }
-        if ranges.is_empty() && items.iter().any(|i| matches!(i.source, Source::Decoded(_))) {
-            // Nothing to fetch, so no conditional read vouches for the hits.
-            self.confirm_version(key, index.etag.as_deref()).await?;
-        } else if !ranges.is_empty() {
+        let (mut items, ranges) = self.items_of(plan, codec, key, &index, piece).await;
+        if !ranges.is_empty() {
             let asked: Vec<_> = ranges.iter().map(|(_, r)| r.clone()).collect();
             let fetched = self
                 .store
@@ -318,17 +293,69 @@ impl Dataset {
                 }
                 items[i].source = Source::Encoded(data);
             }
+        } else if !fresh && index.etag.is_some() {
+            // No conditional read vouches for the cached index (and the
+            // cached chunks): ask for the shard's version.
+            self.confirm_version(key, index.etag.as_deref()).await?;
         }
         Ok((index.etag.clone(), items))
+    }
+
+    /// The items of `piece` by `index`: each from the decoded-chunk cache
+    /// (when the piece is kept and the index has a version), the fill value
+    /// (an empty inner chunk), or a byte range still to fetch, returned
+    /// with the item's position.
+    async fn items_of(
+        &self,
+        plan: &ReadPlan,
+        codec: &ShardingCodec,
+        key: &str,
+        index: &CachedIndex,
+        piece: &Piece,
+    ) -> (Vec<Item>, Vec<(usize, Range<u64>)>) {
+        let caches = &self.resources.caches;
+        let cacheable = piece.keep && caches.decoded_chunks.policy().max_capacity().unwrap_or(0) > 0;
+        let etag = index.etag.as_ref().filter(|_| cacheable);
+        let mut items = Vec::with_capacity(piece.needed.len());
+        let mut ranges = Vec::new();
+        for u in &piece.needed {
+            let linear = codec.linear_index(&u.coords);
+            let mut cache_as = etag.map(|etag| (self.name.clone(), key.to_string(), linear, etag.clone()));
+            let hit = match &cache_as {
+                Some(k) => caches.decoded_chunks.get(k).await,
+                None => None,
+            };
+            if cache_as.is_some() {
+                let stats = &caches.chunk_stats;
+                if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
+            }
+            let source = match (hit, index.index.chunk_range(linear)) {
+                (Some(data), _) => {
+                    cache_as = None;
+                    Source::Decoded(data)
+                }
+                (None, Some(range)) => {
+                    ranges.push((items.len(), range));
+                    Source::Fill // replaced by the fetched bytes
+                }
+                (None, None) => Source::Fill,
+            };
+            items.push(Item {
+                source,
+                placement: u.part.placement(&plan.read_shape),
+                cache_as,
+            });
+        }
+        (items, ranges)
     }
 
     /// [`StoreError::Changed`] unless `key` still has the version `etag`.
     async fn confirm_version(&self, key: &str, etag: Option<&str>) -> Result<()> {
         let current = self.store.head(key).await?.and_then(|info| info.etag);
-        match current.as_deref() == etag {
-            true => Ok(()),
-            false => Err(Error::Store(StoreError::Changed(key.to_string()))),
+        if current.as_deref() != etag {
+            return Err(Error::Store(StoreError::Changed(key.to_string())));
         }
+        Ok(())
     }
 }
 

@@ -353,14 +353,10 @@ fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize) -> Vec<Job> {
         Some(codec) => {
             let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes().max(1);
             let per_piece = (batch_bytes / inner_bytes).max(1);
-            let mut pieces: Vec<_> = units
+            shard::pieces(codec, units, per_piece, plan.slab_count() == 1)
                 .into_iter()
-                .flat_map(|unit| shard::pieces(codec, unit, per_piece))
-                .collect();
-            if plan.slab_count() == 1 {
-                shard::keep_small_reads(codec, &mut pieces);
-            }
-            pieces.into_iter().map(Job::Piece).collect()
+                .map(Job::Piece)
+                .collect()
         }
     }
 }
@@ -437,6 +433,43 @@ mod tests {
         write_sharded(dir, "a", 2);
     }
 
+    /// A read pinned to a shard version that has changed fails, and drops
+    /// the stale index, so that the versions of the next read are current.
+    #[tokio::test]
+    async fn a_failed_pinned_read_drops_the_stale_index() {
+        let dir = tempfile::tempdir().unwrap();
+        write_array(dir.path());
+        let resources = Arc::new(Resources::new(&ResourceOptions::default()));
+        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
+        let dataset = Dataset::new("t", None, store, resources.clone());
+        let plan = dataset
+            .plan_read("a", &Selection::parse("0:1,0:1").unwrap())
+            .await
+            .unwrap();
+        let pinned = |versions: Versions| {
+            let (dataset, plan, ticket) = (&dataset, &plan, resources.ticket());
+            async move { dataset.read_slab(plan, 0, Some(&versions), ticket, None).await }
+        };
+        let versions = dataset.read_versions(&plan).await.unwrap();
+        assert_eq!(pinned(versions.clone()).await.unwrap().0.to_vec(), [0]);
+
+        // The shard's version changes (a later modification time).
+        let shard = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("a/c/0/0"))
+            .unwrap();
+        let modified = shard.metadata().unwrap().modified().unwrap();
+        shard.set_modified(modified + Duration::from_secs(1)).unwrap();
+        let stale = dataset.read_versions(&plan).await.unwrap();
+        assert_eq!(stale, versions, "from the cached index");
+        let failed = pinned(stale).await;
+        assert!(matches!(failed, Err(Error::Store(_))), "{failed:?}");
+
+        let current = dataset.read_versions(&plan).await.unwrap();
+        assert_ne!(current, versions);
+        assert_eq!(pinned(current).await.unwrap().0.to_vec(), [0]);
+    }
+
     /// Reads that decode at most 4 MiB of inner chunks keep them in the
     /// decoded-chunk cache; larger ones (a wide region, points spread over
     /// many chunks) leave it alone.
@@ -445,7 +478,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // 32 inner chunks, 8 MiB.
         write_sharded(dir.path(), "b", 8);
-        let resources = Arc::new(Resources::new(&ResourceOptions::default()));
+        let resources = Arc::new(Resources::new(&ResourceOptions {
+            caches: crate::engine::CacheOptions {
+                decoded_chunk_bytes: 64 << 20,
+                ..Default::default()
+            },
+            ..ResourceOptions::default()
+        }));
         let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
         let dataset = Dataset::new("t", None, store, resources.clone());
         let cached = || async {

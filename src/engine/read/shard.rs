@@ -41,10 +41,11 @@ pub(super) struct Piece {
 
 /// The pieces of a slab's shards `units`: each shard's needed inner chunks
 /// in runs of `per_piece`, or in one piece when the slab needs the whole
-/// shard. A whole read (`one_slab`) that decodes little ([`worth_keeping`])
-/// keeps its inner chunks in the decoded-chunk cache and takes each shard
-/// in one piece, so that one version check covers a shard's cached chunks.
-pub(super) fn pieces(codec: &ShardingCodec, units: Vec<Unit>, per_piece: usize, one_slab: bool) -> Vec<Piece> {
+/// shard. With `keep_small` (a whole read in one slab, the cache on), a
+/// read that decodes little ([`worth_keeping`]) keeps its inner chunks in
+/// the decoded-chunk cache and takes each shard in one piece, so that one
+/// version check covers a shard's cached chunks.
+pub(super) fn pieces(codec: &ShardingCodec, units: Vec<Unit>, per_piece: usize, keep_small: bool) -> Vec<Piece> {
     let shards: Vec<(Vec<u64>, Vec<Unit>)> = units
         .into_iter()
         .map(|unit| {
@@ -52,7 +53,7 @@ pub(super) fn pieces(codec: &ShardingCodec, units: Vec<Unit>, per_piece: usize, 
             (unit.coords, needed)
         })
         .collect();
-    let keep = one_slab && worth_keeping(codec, shards.iter().map(|(_, needed)| needed.len()));
+    let keep = keep_small && worth_keeping(codec, shards.iter().map(|(_, needed)| needed.len()));
     let per_piece = if keep { usize::MAX } else { per_piece };
     let per_shard = codec.chunks_per_shard().iter().product::<u64>() as usize;
     shards
@@ -314,8 +315,7 @@ impl Dataset {
         piece: &Piece,
     ) -> (Vec<Item>, Vec<(usize, Range<u64>)>) {
         let caches = &self.resources.caches;
-        let cacheable = piece.keep && caches.decoded_chunks.policy().max_capacity().unwrap_or(0) > 0;
-        let etag = index.etag.as_ref().filter(|_| cacheable);
+        let etag = index.etag.as_ref().filter(|_| piece.keep);
         let mut items = Vec::with_capacity(piece.needed.len());
         let mut ranges = Vec::new();
         for u in &piece.needed {

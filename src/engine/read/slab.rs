@@ -84,7 +84,8 @@ impl Dataset {
             None => Target::Caller,
         };
         let chunk_elements = plan.read_shape.iter().product::<u64>() as usize;
-        let jobs = jobs(plan, slab, resources.read.batch_bytes);
+        let keep_small = plan.slab_count() == 1 && resources.caches.decoded_chunks.policy().max_capacity() > Some(0);
+        let jobs = jobs(plan, slab, resources.read.batch_bytes, keep_small);
         let inline = jobs.len() <= 1;
         let mut fetches = futures::stream::iter(jobs)
             .map(|job| {
@@ -344,8 +345,10 @@ impl Job {
 }
 
 /// The fetches of slab `slab`: its chunks, or its shards in pieces of
-/// about one decoding batch (`batch_bytes` decoded).
-fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize) -> Vec<Job> {
+/// about one decoding batch (`batch_bytes` decoded). With `keep_small`, a
+/// small read keeps its inner chunks in the decoded-chunk cache
+/// ([`shard::pieces`]).
+fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize, keep_small: bool) -> Vec<Job> {
     let units = plan.units(slab);
     let codecs = &plan.meta().codecs;
     match codecs.partial_sharding() {
@@ -353,7 +356,7 @@ fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize) -> Vec<Job> {
         Some(codec) => {
             let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes().max(1);
             let per_piece = (batch_bytes / inner_bytes).max(1);
-            shard::pieces(codec, units, per_piece, plan.slab_count() == 1)
+            shard::pieces(codec, units, per_piece, keep_small)
                 .into_iter()
                 .map(Job::Piece)
                 .collect()

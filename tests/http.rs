@@ -64,6 +64,24 @@ async fn operational_endpoints() {
     }
 }
 
+/// The cache sizes in /metrics are those of the moment, not a housekeeping
+/// round behind: one small read of a sharded array shows up at once.
+#[tokio::test]
+async fn metrics_count_a_cached_chunk_at_once() {
+    let server = Server::start(config()).await;
+    let path = "/v1/datasets/fixtures/data/zarr_python/shard_end_crc?select=0:2,0:2";
+    assert_eq!(get(&server, path).await.status(), 200);
+    let metrics = get(&server, "/metrics").await.text().await.unwrap();
+    let value = |name: &str| -> u64 {
+        let line = metrics.lines().find(|l| l.starts_with(name));
+        let line = line.unwrap_or_else(|| panic!("{name} missing from\n{metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(value("zarr_serve_cache_entries{cache=\"decoded_chunk\"}"), 1);
+    assert!(value("zarr_serve_cache_size{cache=\"decoded_chunk\"}") > 0);
+    assert_eq!(value("zarr_serve_cache_entries{cache=\"shard_index\"}"), 1);
+}
+
 #[tokio::test]
 async fn readiness_names_an_unreachable_store() {
     let mut cfg = config();

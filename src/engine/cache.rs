@@ -104,6 +104,15 @@ impl Caches {
         }
     }
 
+    /// Applies the caches' pending inserts and evictions, so that the counts
+    /// [`Caches::report`] gives next are exact, not up to a housekeeping
+    /// round behind (moka updates them lazily).
+    pub async fn settle(&self) {
+        self.nodes.run_pending_tasks().await;
+        self.shard_indexes.run_pending_tasks().await;
+        self.decoded_chunks.run_pending_tasks().await;
+    }
+
     /// (name, entries, weighted size, stats) of each cache, for `/metrics`.
     pub(crate) fn report(&self) -> Vec<(&'static str, u64, u64, &CacheStats)> {
         vec![

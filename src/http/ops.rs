@@ -53,6 +53,7 @@ pub(super) async fn metrics(
     headers: axum::http::HeaderMap,
 ) -> Result<impl IntoResponse, super::ApiError> {
     super::check_token(state.metrics_token.as_deref(), &headers)?;
+    state.resources.caches().settle().await;
     let body = state.metrics.render(|out| {
         let per_dataset = |get: StatOf| -> Vec<(String, u64)> {
             let stats = state.datasets.iter().map(|(name, d)| (name, d.dataset.store().stats()));

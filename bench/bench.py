@@ -408,6 +408,12 @@ def main():
             sys.stderr.write(p.stderr)
             res["peers"] = json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr[-2000:]}
 
+        # ---- the least CPU any server needs for the bulk reads, on these cores ----
+        log("floor: decode, send and receive alone ...")
+        p = subprocess.run([sys.executable, os.path.join(HERE, "floor.py"), "--data", data,
+                            "--n", str(max(3, args.n))], capture_output=True, text=True, timeout=600)
+        res["floor"] = json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr[-2000:]}
+
         # ---- bulk: fresh server, cold then warm; store economy around the first two ----
         log("bulk region over HTTP ...")
         s = start_server()

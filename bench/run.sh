@@ -7,7 +7,8 @@
 # 2. makes bench/.venv from bench/requirements.txt (pinned like tests/fixtures)
 # 3. writes bench-data/bench.zarr with zarr-python unless it is already complete,
 #    and the 1024 tiles as static files for nginx
-# 4. bench/bench.py: peers in-process, zarr-serve over loopback HTTP (curl, wrk),
+# 4. bench/bench.py: peers in-process, the floor of the bulk reads on these cores
+#    (bench/floor.py), zarr-serve over loopback HTTP (curl, wrk),
 #    nginx on the same files, peak RSS, store economy from /metrics
 # Prints the Markdown table; saves bench-data/results.md and bench-data/results.json.
 # Uses the already-built binary (BENCH_SERVER_BIN, default target/release/zarr-serve);

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""The least CPU any server of this contract spends on the bulk reads of the benchmark,
+measured on this machine, and the wall time that CPU takes on its cores.
+
+Usage: python bench/floor.py [--data DIR] [--n 3]
+
+Three costs that no implementation over loopback HTTP can skip, each measured alone:
+  decode   libzstd (numcodecs) decoding the volume's own inner chunks, one thread, CPU-s per
+           decoded byte (the least of N passes); for the region, only up to the last element
+           it needs of each chunk (a zstd decoder can stop there, not earlier)
+  send     a process writing 64 MiB buffers (as a slab is) to a loopback TCP socket: its CPU
+  receive  curl reading that socket to /dev/null, as the benchmark's client does: its CPU
+The floor is their sum divided by the cores, as if both cores did nothing else, with no idle
+moment: reading the stored bytes, placing chunks in C order, HTTP and scheduling are left out,
+so a real server needs more. A target faster than the floor cannot be met on this machine
+with the client on the same cores. A second figure adds two costs a server has unless it
+finds a way around them, each measured alone as cheaply as this machine does it:
+  read     the stored bytes copied from the page cache into a reused buffer
+  place    decoded chunks copied into a 64 MiB slab in C order (numpy) Prints one JSON document (bench.py keeps it as "floor").
+"""
+import argparse
+import json
+import os
+import resource
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+VOLUME_SHAPE = (512, 1024, 1024)
+SHARD = (128, 512, 512)
+INNER = (32, 64, 64)
+ITEM = 2  # uint16
+REGION = ((100, 356), (200, 712), (300, 812))
+SLAB = 64 << 20
+
+
+def shard_chunks(data):
+    """(inner chunk grid position, stored bytes) of every inner chunk of the volume, shard by shard."""
+    per = [s // i for s, i in zip(SHARD, INNER)]
+    n = per[0] * per[1] * per[2]
+    root = os.path.join(data, "bench.zarr", "volume", "c")
+    for sz in range(VOLUME_SHAPE[0] // SHARD[0]):
+        for sy in range(VOLUME_SHAPE[1] // SHARD[1]):
+            for sx in range(VOLUME_SHAPE[2] // SHARD[2]):
+                with open(os.path.join(root, str(sz), str(sy), str(sx)), "rb") as f:
+                    blob = f.read()
+                index = struct.unpack(f"<{2 * n}Q", blob[-(n * 16 + 4):-4])
+                for i in range(n):
+                    off, nbytes = index[2 * i], index[2 * i + 1]
+                    if off == 2**64 - 1:
+                        continue
+                    cz, cy, cx = i // (per[1] * per[2]), i // per[2] % per[1], i % per[2]
+                    pos = (sz * per[0] + cz, sy * per[1] + cy, sx * per[2] + cx)
+                    yield pos, blob[off:off + nbytes]
+
+
+def region_prefix_bytes(pos):
+    """Bytes of inner chunk `pos` up to and including the last element the region needs
+    (0 when the chunk is outside it)."""
+    last = []
+    for (lo, hi), p, c in zip(REGION, pos, INNER):
+        a, b = max(lo, p * c), min(hi, (p + 1) * c)
+        if a >= b:
+            return 0
+        last.append(b - 1 - p * c)
+    z, y, x = last
+    return ((z * INNER[1] + y) * INNER[2] + x + 1) * ITEM
+
+
+def measure_decode(data, n):
+    """CPU-s per decoded GB of libzstd on the volume's chunks (best of n passes), and the
+    bytes the region needs decoded at least."""
+    from numcodecs import Zstd
+    import numpy as np
+    chunks = list(shard_chunks(data))
+    out = np.empty(INNER[0] * INNER[1] * INNER[2] * ITEM, dtype=np.uint8)
+    codec = Zstd()
+    best = None
+    for _ in range(n):
+        t0 = time.thread_time()
+        for _, blob in chunks:
+            codec.decode(blob, out=out)
+        cpu = time.thread_time() - t0
+        best = cpu if best is None else min(best, cpu)
+    decoded = len(chunks) * out.nbytes
+    import numcodecs.zstd as zmod
+    return {"chunks": len(chunks), "decoded_bytes": decoded,
+            "stored_bytes": sum(len(b) for _, b in chunks),
+            "cpu_s_per_gb": best / (decoded / 1e9), "gb_per_s_per_core": decoded / 1e9 / best,
+            "libzstd": zmod.VERSION_NUMBER,
+            "region_prefix_bytes": sum(region_prefix_bytes(pos) for pos, _ in chunks)}
+
+
+def measure_read_and_place(data, n):
+    """CPU-s per GB of two more costs a real server has, each as cheap as this machine does
+    it: reading the stored bytes from the page cache into a reused buffer, and placing
+    decoded chunks in C order (numpy copying each (32, 64, 64) block into a 64 MiB slab)."""
+    import numpy as np
+    root = os.path.join(data, "bench.zarr", "volume", "c")
+    files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+    buf = bytearray(1 << 20)
+    read_best, read_bytes = None, 0
+    for _ in range(n):
+        t0, read_bytes = time.thread_time(), 0
+        for path in files:
+            with open(path, "rb", buffering=0) as f:
+                while (got := f.readinto(buf)):
+                    read_bytes += got
+        cpu = time.thread_time() - t0
+        read_best = cpu if read_best is None else min(read_best, cpu)
+    slab = np.zeros((INNER[0], VOLUME_SHAPE[1], VOLUME_SHAPE[2]), dtype=np.uint16)
+    block = np.ones(INNER, dtype=np.uint16)
+    place_best = None
+    for _ in range(n):
+        t0 = time.thread_time()
+        for y in range(0, VOLUME_SHAPE[1], INNER[1]):
+            for x in range(0, VOLUME_SHAPE[2], INNER[2]):
+                slab[:, y:y + INNER[1], x:x + INNER[2]] = block
+        cpu = time.thread_time() - t0
+        place_best = cpu if place_best is None else min(place_best, cpu)
+    return {"read_cpu_s_per_gb": read_best / (read_bytes / 1e9),
+            "place_cpu_s_per_gb": place_best / (slab.nbytes / 1e9)}
+
+
+def sender(port_out, total, cpu_out):
+    """Accepts one connection, reads its request, answers `total` bytes from 64 MiB buffers;
+    appends the CPU-s it spent answering to `cpu_out`."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port_out.append(srv.getsockname()[1])
+    conn, _ = srv.accept()
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += conn.recv(4096)
+    slab = memoryview(bytearray(os.urandom(1 << 20)) * (SLAB >> 20))
+    t0 = time.thread_time()
+    conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {total}\r\nConnection: close\r\n\r\n".encode())
+    left = total
+    while left:
+        piece = slab[:min(left, SLAB)]
+        conn.sendall(piece)
+        left -= len(piece)
+    conn.close()
+    cpu_out.append(time.thread_time() - t0)
+    srv.close()
+
+
+def measure_transfer(total, n):
+    """CPU-s per GB to send from memory and to receive with curl (best of n), and the wall time."""
+    best = None
+    for _ in range(n):
+        port, cpu = [], []
+        th = threading.Thread(target=sender, args=(port, total, cpu))
+        th.start()
+        while not port:
+            time.sleep(0.001)
+        w0 = time.perf_counter()
+        proc = subprocess.Popen(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port[0]}/"])
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - w0
+        th.join()
+        send_cpu = cpu[0]
+        recv_cpu = usage.ru_utime + usage.ru_stime
+        if status != 0:
+            raise RuntimeError(f"curl exited with {status}")
+        run = {"send_cpu_s_per_gb": send_cpu / (total / 1e9), "recv_cpu_s_per_gb": recv_cpu / (total / 1e9),
+               "wall_s_per_gb": wall / (total / 1e9)}
+        if best is None or run["send_cpu_s_per_gb"] + run["recv_cpu_s_per_gb"] < \
+                best["send_cpu_s_per_gb"] + best["recv_cpu_s_per_gb"]:
+            best = run
+    return best
+
+
+def floors(decode, transfer, more, cores):
+    """Least CPU and wall time of the whole volume and of the region: the strict floor
+    (decode, send, receive) and the one with reading and placing too."""
+    out = {}
+    whole_bytes = VOLUME_SHAPE[0] * VOLUME_SHAPE[1] * VOLUME_SHAPE[2] * ITEM
+    region_bytes = 1
+    for lo, hi in REGION:
+        region_bytes *= hi - lo
+    region_bytes *= ITEM
+    move = transfer["send_cpu_s_per_gb"] + transfer["recv_cpu_s_per_gb"]
+    for name, decoded, sent in (("whole", decode["decoded_bytes"], whole_bytes),
+                                ("region", decode["region_prefix_bytes"], region_bytes)):
+        cpu = {"decode": decoded / 1e9 * decode["cpu_s_per_gb"],
+               "send": sent / 1e9 * transfer["send_cpu_s_per_gb"],
+               "receive": sent / 1e9 * transfer["recv_cpu_s_per_gb"]}
+        total = sum(cpu.values())
+        stored = decode["stored_bytes"] * decoded / decode["decoded_bytes"]
+        also = {"read": stored / 1e9 * more["read_cpu_s_per_gb"], "place": sent / 1e9 * more["place_cpu_s_per_gb"]}
+        out[name] = {"bytes_out": sent, "bytes_decoded": decoded, "cpu_s": cpu, "cpu_total_s": total,
+                     "wall_s": total / cores, "move_cpu_s": sent / 1e9 * move,
+                     "also_cpu_s": also, "with_read_and_place_wall_s": (total + sum(also.values())) / cores}
+    return out
+
+
+def main():
+    warnings.filterwarnings("ignore")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench-data"))
+    ap.add_argument("--n", type=int, default=3)
+    a = ap.parse_args()
+    data = os.path.abspath(a.data)
+    cores = os.cpu_count()
+    decode = measure_decode(data, a.n)
+    transfer = measure_transfer(1 << 30, max(5, a.n))
+    more = measure_read_and_place(data, a.n)
+    print(json.dumps({"cores": cores, "decode": decode, "transfer": transfer, "read_and_place": more,
+                      "floors": floors(decode, transfer, more, cores),
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

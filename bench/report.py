@@ -40,39 +40,44 @@ def counter(d, name, label=None):
     return None
 
 
-def floor_rows(floor, region_s, ts_region_s, whole_s, ts_whole_s):
-    """The bulk targets beside the least time any server needs for them on these cores
-    (bench/floor.py): a target below it cannot be met here."""
-    f = floor.get("floors")
-    if not f:
-        return [f"| (floor) least time for the bulk reads | n/a ({floor.get('error', 'not measured')[:200]}) | | | | |"]
-    dec, tr = floor["decode"], floor["transfer"]
-    rows = []
-    for name, key, ours, ts, factor in (("128 MiB region", "region", region_s, ts_region_s, 1.3),
-                                        ("whole 1 GiB volume", "whole", whole_s, ts_whole_s, 1.5)):
-        fl = f[key]
-        target = ts / factor if ts else None
-        cpu, also = fl["cpu_s"], fl["also_cpu_s"]
-        strict, full = fl["wall_s"], fl["with_read_and_place_wall_s"]
-        if not target:
+def budget_table(floor, region, whole):
+    """The bulk targets as CPU budgets (wall time times cores) against the costs of their
+    parts measured alone (bench/floor.py). `region`, `whole`: (our wall s, our server CPU s,
+    tensorstore's wall s)."""
+    costs = floor.get("costs")
+    if not costs:
+        return [f"CPU budget of the bulk targets: not measured ({floor.get('error', '')[-300:]})", ""]
+    cores = floor["cores"]
+    L = [f"CPU budget of the bulk targets on these {cores} cores (bench/floor.py, each part measured alone; "
+         "for a server that decodes what it sends; curl runs on the same cores):", "",
+         "| read | target (wall) | budget: target × cores | decode + curl's receive | left for everything else "
+         "| the usual copies alone: read + place + send | zarr-serve: wall, server CPU | verdict |",
+         "|---|---|---|---|---|---|---|---|"]
+    for name, key, factor, (ours_s, ours_cpu, ts_s) in (("128 MiB region", "region", 1.3, region),
+                                                      ("whole 1 GiB volume", "whole", 1.5, whole)):
+        c = costs[key]["cpu_s"]
+        target = ts_s / factor if ts_s else None
+        budget = target * cores if target else None
+        need = c["decode"] + c["receive"]
+        left = budget - need if budget else None
+        copies = c["read"] + c["place"] + c["send"]
+        if left is None:
             word = "n/a"
-        elif target < strict:
-            word = "below the floor: cannot be met here"
-        elif target < full:
-            word = "below the floor with reading and placing"
+        elif left < 0:
+            word = "decoding and receiving alone exceed it"
+        elif copies > left:
+            word = f"the usual copies alone exceed what is left by {fmt(copies - left, ' s', 3)}"
         else:
-            word = "above both floors"
-        rows.append(
-            f"| (floor) {name}: least time on {floor['cores']} cores for decode {fmt(cpu['decode'], ' s', 3)} + send "
-            f"{fmt(cpu['send'], ' s', 3)} + receive {fmt(cpu['receive'], ' s', 3)} CPU with no idle moment; "
-            f"with reading {fmt(also['read'], ' s', 3)} and placing {fmt(also['place'], ' s', 3)} too | "
-            f"{fmt(strict, ' s', 3)}; {fmt(full, ' s', 3)} (ours {fmt(ours, ' s', 3)}) | "
-            f"target tensorstore/{factor} = {fmt(target, ' s', 3)} | target/floor = {fmt(ratio(target, strict), '', 2)}; "
-            f"{fmt(ratio(target, full), '', 2)} | – | {word} |")
-    rows.append(f"| (floor) its parts, each measured alone | libzstd {dec['libzstd']} decodes {fmt(dec['gb_per_s_per_core'], ' GB/s', 2)} "
-                f"a core; moving a GB over loopback costs {fmt(tr['send_cpu_s_per_gb'], ' s', 3)} sending + "
-                f"{fmt(tr['recv_cpu_s_per_gb'], ' s', 3)} in curl | | | | |")
-    return rows
+            word = f"fits if HTTP, scheduling and idle time take under {fmt(left - copies, ' s', 3)}"
+        L.append(f"| {name} | tensorstore/{factor} = {fmt(target, ' s', 3)} | {fmt(budget, ' s', 3)} | "
+                 f"{fmt(c['decode'], '', 3)} + {fmt(c['receive'], '', 3)} = {fmt(need, ' s', 3)} | {fmt(left, ' s', 3)} | "
+                 f"{fmt(c['read'], '', 3)} + {fmt(c['place'], '', 3)} + {fmt(c['send'], '', 3)} = {fmt(copies, ' s', 3)} | "
+                 f"{fmt(ours_s, ' s', 3)}, {fmt(ours_cpu, ' s', 3)} | {word} |")
+    dec, tr = floor["decode"], floor["transfer"]
+    L += ["", f"libzstd {dec['libzstd']} decodes the volume's chunks at {fmt(dec['gb_per_s_per_core'], ' GB/s', 2)} "
+              f"a core; a GB over loopback costs {fmt(tr['send_cpu_s_per_gb'], ' s', 3)} of the sender's CPU and "
+              f"{fmt(tr['recv_cpu_s_per_gb'], ' s', 3)} of curl's.", ""]
+    return L
 
 
 def render(res):
@@ -124,7 +129,6 @@ def render(res):
              f"{fmt(whole_mbps, ' MB/s')} | "
              f"tensorstore {fmt(ts_w.get('mb_per_s'), ' MB/s')}, zarr-python {fmt(zp_w.get('mb_per_s'), ' MB/s')} | "
              f"{fmt(rw, 'x', 2)} vs ts | >= 1.5x | {verdict(None if rw is None else rw >= 1.5)} |")
-    L.extend(floor_rows(res.get("floor", {}), warm_best, ts_r.get("best_s"), whole.get("time_s"), ts_w.get("best_s")))
     r3 = ratio(tz.get("rps"), tn.get("rps"))
     L.append(f"| Tiles, 64 KiB, req/s at {res['params']['conns']} conns | {fmt(tz.get('rps'))} | "
              f"nginx {fmt(tn.get('rps'))} | {fmt(r3, 'x', 2)} | >= 0.7x nginx (v1: 0.5x) | {verdict(None if r3 is None else r3 >= 0.7)} |")
@@ -223,6 +227,8 @@ def render(res):
              f"{fmt(mz.get('rss_after', {}).get('VmRSS_mib'), ' MiB')} (HWM {fmt(mz.get('rss_after', {}).get('VmHWM_mib'), ' MiB')}) / "
              f"{fmt(bulk.get('rss_after', {}).get('VmRSS_mib'), ' MiB')} (HWM {fmt(bulk.get('rss_after', {}).get('VmHWM_mib'), ' MiB')}) | | | | |")
     L.append("")
+    L.extend(budget_table(res.get("floor", {}), (warm_best, bulk.get("server_cpu_s_per_warm_request"), ts_r.get("best_s")),
+                          (whole.get("time_s"), whole.get("server_cpu_s"), ts_w.get("best_s"))))
 
     # store economy
     eco, ref = res.get("economy", {}), res.get("economy_reference", {})

@@ -5,9 +5,10 @@
 #
 #   bench/soak.sh            # after bench/run.sh (uses its venv) or with BENCH_VENV set
 #
-# Passes with zero errors, flat RSS (last third's peak within 10% / 32 MiB of
-# the first third's) and RSS 10 s after the load within 64 MiB of start-up
-# RSS plus the cache budgets. Prints the figures; saves bench-data/soak.json.
+# Warms up until the caches stop growing (as /metrics reports them), then
+# passes with zero errors, flat RSS (the last third's median within 10% and
+# 32 MiB of the first third's) and RSS 10 s after the load within 64 MiB of
+# start-up RSS plus the cache budgets. Prints the figures; saves bench-data/soak.json.
 # Uses the already-built binary (BENCH_SERVER_BIN); never runs cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -12,6 +12,7 @@ Writes DATA/results.json (raw) and DATA/results.md (the table, also printed).
 """
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -342,31 +343,24 @@ def snapshot_binary(binary, data):
 def region_reference(data):
     """From the shard indexes on disk: the stored bytes of the inner chunks the bulk region
     touches, the number of those chunks and of shards (what an ideal reader fetches)."""
-    import struct
-    zr, yr, xr = (100, 356), (200, 712), (300, 812)
-    chunk, per = (32, 64, 64), (4, 8, 8)
-    total, nchunks, shards = 0, 0, set()
-    rng = [range(lo // c, (hi - 1) // c + 1) for (lo, hi), c in zip((zr, yr, xr), chunk)]
-    idx_cache = {}
-    for cz in rng[0]:
-        for cy in rng[1]:
-            for cx in rng[2]:
-                sh = (cz // per[0], cy // per[1], cx // per[2])
-                if sh not in idx_cache:
-                    path = os.path.join(data, "bench.zarr", "volume", "c", *map(str, sh))
-                    n = per[0] * per[1] * per[2]
-                    with open(path, "rb") as f:
-                        f.seek(-(n * 16 + 4), os.SEEK_END)
-                        raw = f.read(n * 16)
-                    idx_cache[sh] = struct.unpack(f"<{2 * n}Q", raw)
-                    shards.add(sh)
-                i = ((cz % per[0]) * per[1] + cy % per[1]) * per[2] + cx % per[2]
-                off, nb = idx_cache[sh][2 * i], idx_cache[sh][2 * i + 1]
-                if off != 2**64 - 1:
-                    total += nb
-                    nchunks += 1
-    return {"inner_chunks": nchunks, "shards": len(shards), "stored_bytes": total,
-            "index_bytes_per_shard": per[0] * per[1] * per[2] * 16 + 4}
+    sys.path.insert(0, HERE)
+    import floor
+    rng = [range(lo // c, (hi - 1) // c + 1) for (lo, hi), c in zip(floor.REGION, floor.INNER)]
+    total, nchunks, indexes = 0, 0, {}
+    for chunk in itertools.product(*rng):
+        shard = tuple(c // p for c, p in zip(chunk, floor.PER_SHARD))
+        if shard not in indexes:
+            with open(floor.shard_path(data, shard), "rb") as f:
+                f.seek(-floor.index_bytes(), os.SEEK_END)
+                indexes[shard] = floor.shard_index(f.read())
+        per = floor.PER_SHARD
+        i = ((chunk[0] % per[0]) * per[1] + chunk[1] % per[1]) * per[2] + chunk[2] % per[2]
+        off, nb = indexes[shard][i]
+        if off != 2**64 - 1:
+            total += nb
+            nchunks += 1
+    return {"inner_chunks": nchunks, "shards": len(indexes), "stored_bytes": total,
+            "index_bytes_per_shard": floor.index_bytes()}
 
 
 def tile_url(base, r, c):

@@ -23,6 +23,7 @@ HTTP and scheduling, with no idle moment. Prints one JSON document (bench.py kee
 "floor").
 """
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -34,32 +35,54 @@ import threading
 import time
 import warnings
 
-VOLUME_SHAPE = (512, 1024, 1024)
+from peers import VOLUME_SHAPE, REGION as REGION_SLICES  # noqa: E402 (bench/ is on sys.path)
+
 SHARD = (128, 512, 512)
 INNER = (32, 64, 64)
+PER_SHARD = tuple(s // i for s, i in zip(SHARD, INNER))
 ITEM = 2  # uint16
-REGION = ((100, 356), (200, 712), (300, 812))
+REGION = tuple((s.start, s.stop) for s in REGION_SLICES)
 SLAB = 64 << 20
+
+
+def shard_path(data, shard):
+    return os.path.join(data, "bench.zarr", "volume", "c", *map(str, shard))
+
+
+def shard_index(blob_tail):
+    """The (offset, nbytes) of each inner chunk from the end of a shard of the volume
+    (little-endian pairs, then a CRC32C), in C order of the inner chunks."""
+    n = PER_SHARD[0] * PER_SHARD[1] * PER_SHARD[2]
+    raw = struct.unpack(f"<{2 * n}Q", blob_tail[-(n * 16 + 4):-4])
+    return list(zip(raw[0::2], raw[1::2]))
+
+
+def index_bytes():
+    return PER_SHARD[0] * PER_SHARD[1] * PER_SHARD[2] * 16 + 4
 
 
 def shard_chunks(data):
     """(inner chunk grid position, stored bytes) of every inner chunk of the volume, shard by shard."""
-    per = [s // i for s, i in zip(SHARD, INNER)]
-    n = per[0] * per[1] * per[2]
-    root = os.path.join(data, "bench.zarr", "volume", "c")
-    for sz in range(VOLUME_SHAPE[0] // SHARD[0]):
-        for sy in range(VOLUME_SHAPE[1] // SHARD[1]):
-            for sx in range(VOLUME_SHAPE[2] // SHARD[2]):
-                with open(os.path.join(root, str(sz), str(sy), str(sx)), "rb") as f:
-                    blob = f.read()
-                index = struct.unpack(f"<{2 * n}Q", blob[-(n * 16 + 4):-4])
-                for i in range(n):
-                    off, nbytes = index[2 * i], index[2 * i + 1]
-                    if off == 2**64 - 1:
-                        continue
-                    cz, cy, cx = i // (per[1] * per[2]), i // per[2] % per[1], i % per[2]
-                    pos = (sz * per[0] + cz, sy * per[1] + cy, sx * per[2] + cx)
-                    yield pos, blob[off:off + nbytes]
+    per = PER_SHARD
+    for shard in itertools.product(*(range(v // s) for v, s in zip(VOLUME_SHAPE, SHARD))):
+        with open(shard_path(data, shard), "rb") as f:
+            blob = f.read()
+        for i, (off, nbytes) in enumerate(shard_index(blob)):
+            if off == 2**64 - 1:
+                continue
+            inner = (i // (per[1] * per[2]), i // per[2] % per[1], i % per[2])
+            yield tuple(s * p + c for s, p, c in zip(shard, per, inner)), blob[off:off + nbytes]
+
+
+def least_cpu(n, work):
+    """The least CPU-s of this thread that `work()` takes in n passes."""
+    best = None
+    for _ in range(n):
+        t0 = time.thread_time()
+        work()
+        cpu = time.thread_time() - t0
+        best = cpu if best is None else min(best, cpu)
+    return best
 
 
 def region_prefix_bytes(pos):
@@ -99,15 +122,13 @@ def measure_decode(data, n):
     size = INNER[0] * INNER[1] * INNER[2] * ITEM
     out = ctypes.create_string_buffer(size)
     dctx = lib.ZSTD_createDCtx()
-    best = None
+
+    def decode_all():
+        for _, blob in chunks:
+            if lib.ZSTD_decompressDCtx(dctx, out, size, blob, len(blob)) != size:
+                raise RuntimeError("an inner chunk did not decode to its size")
     try:
-        for _ in range(n):
-            t0 = time.thread_time()
-            for _, blob in chunks:
-                if lib.ZSTD_decompressDCtx(dctx, out, size, blob, len(blob)) != size:
-                    raise RuntimeError("an inner chunk did not decode to its size")
-            cpu = time.thread_time() - t0
-            best = cpu if best is None else min(best, cpu)
+        best = least_cpu(n, decode_all)
     finally:
         lib.ZSTD_freeDCtx(dctx)
     decoded = len(chunks) * size
@@ -125,26 +146,23 @@ def measure_read_and_place(data, n):
     import numpy as np
     root = os.path.join(data, "bench.zarr", "volume", "c")
     files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+    read_bytes = sum(os.path.getsize(path) for path in files)
     buf = bytearray(1 << 20)
-    read_best, read_bytes = None, 0
-    for _ in range(n):
-        t0, read_bytes = time.thread_time(), 0
+
+    def read_all():
         for path in files:
             with open(path, "rb", buffering=0) as f:
-                while (got := f.readinto(buf)):
-                    read_bytes += got
-        cpu = time.thread_time() - t0
-        read_best = cpu if read_best is None else min(read_best, cpu)
+                while f.readinto(buf):
+                    pass
+    read_best = least_cpu(n, read_all)
     slab = np.zeros((INNER[0], VOLUME_SHAPE[1], VOLUME_SHAPE[2]), dtype=np.uint16)
     block = np.ones(INNER, dtype=np.uint16)
-    place_best = None
-    for _ in range(n):
-        t0 = time.thread_time()
+
+    def place_all():
         for y in range(0, VOLUME_SHAPE[1], INNER[1]):
             for x in range(0, VOLUME_SHAPE[2], INNER[2]):
                 slab[:, y:y + INNER[1], x:x + INNER[2]] = block
-        cpu = time.thread_time() - t0
-        place_best = cpu if place_best is None else min(place_best, cpu)
+    place_best = least_cpu(n, place_all)
     return {"read_cpu_s_per_gb": read_best / (read_bytes / 1e9),
             "place_cpu_s_per_gb": place_best / (slab.nbytes / 1e9)}
 

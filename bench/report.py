@@ -50,7 +50,7 @@ def budget_table(floor, region, whole):
     cores = floor["cores"]
     L = [f"CPU budget of the bulk targets on these {cores} cores (bench/floor.py, each part measured alone; "
          "for a server that decodes what it sends; curl runs on the same cores):", "",
-         "| read | target (wall) | budget: target × cores | decode + curl's receive | left for everything else "
+         "| request | target (wall) | budget: target × cores | decode + curl's receive | left for everything else "
          "| the usual copies alone: read + place + send | zarr-serve: wall, server CPU | verdict |",
          "|---|---|---|---|---|---|---|---|"]
     for name, key, factor, (ours_s, ours_cpu, ts_s) in (("128 MiB region", "region", 1.3, region),

@@ -177,6 +177,48 @@ async fn datasets_and_node_documents() {
     assert_eq!(unsupported["readable"], false);
     assert!(unsupported["unreadable_reason"].as_str().unwrap().contains("foo_codec"));
 
+    // An unreadable array is still described as 2.1 says: its v3 data type
+    // name and xarray's dimension names (v2 and v3 alike).
+    let dir = tempfile::tempdir().unwrap();
+    let v2 = dir.path().join("v2");
+    std::fs::create_dir(&v2).unwrap();
+    std::fs::write(
+        v2.join(".zarray"),
+        r#"{"zarr_format": 2, "shape": [4, 6], "chunks": [2, 3], "dtype": ">i2",
+        "compressor": {"id": "no_such_codec"}, "fill_value": 0, "order": "C", "filters": null}"#,
+    )
+    .unwrap();
+    std::fs::write(v2.join(".zattrs"), r#"{"_ARRAY_DIMENSIONS": ["y", "x"]}"#).unwrap();
+    let v3 = dir.path().join("v3");
+    std::fs::create_dir(&v3).unwrap();
+    std::fs::write(
+        v3.join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [4, 6],
+        "data_type": "uint32", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 3]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "no_such_codec"}],
+        "attributes": {"_ARRAY_DIMENSIONS": ["t", "x"]}}"#,
+    )
+    .unwrap();
+    let mut cfg = config();
+    cfg.datasets
+        .insert("odd".into(), common::dataset(dir.path().to_string_lossy()));
+    let odd = Server::start(cfg).await;
+    for (path, data_type, dims) in [("v2", "int16", ["y", "x"]), ("v3", "uint32", ["t", "x"])] {
+        let doc: Value = get(&odd, &format!("/v1/datasets/odd/nodes/{path}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(doc["readable"], false, "{doc}");
+        assert!(
+            doc["unreadable_reason"].as_str().unwrap().contains("no_such_codec"),
+            "{doc}"
+        );
+        assert_eq!(doc["data_type"], data_type, "{doc}");
+        assert_eq!(doc["dimension_names"], serde_json::json!(dims), "{doc}");
+    }
+
     // Attributes exactly as stored, integers beyond 64 bits included.
     let big = manifest()["arrays"]
         .as_array()
@@ -946,13 +988,44 @@ async fn datasets_listing_and_metrics_follow_authentication() {
 
 #[tokio::test]
 async fn text_results_are_measured_for_413_and_have_etags() {
-    let mut cfg = config();
-    // 70 strings: 560 bytes by the 8-bytes-an-element estimate, 587 as JSON.
-    cfg.max_response_bytes = 570;
-    let server = Server::start(cfg).await;
+    // 70 strings: 560 bytes as decoded elements (8 bytes a handle), 587 as
+    // JSON. The decoded result is what counts, in every format (api.md 3.6).
     let url = "/v1/datasets/fixtures/data/types/string";
+    for (limit, status) in [(560, 200), (559, 413)] {
+        let mut cfg = config();
+        cfg.max_response_bytes = limit;
+        let server = Server::start(cfg).await;
+        for format in ["json", "npy"] {
+            let resp = get(&server, &format!("{url}?format={format}")).await;
+            assert_eq!(resp.status(), status, "{format} at {limit}");
+        }
+    }
+    // Numbers: an .npy of exactly the limit is 200 (its header not
+    // counted), one byte less is 413, for a whole slab and when streamed.
+    let int16 = "/v1/datasets/fixtures/data/zarr_python/int16";
+    let size = 2 * array_entry("zarr_python/int16")["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .product::<u64>();
+    for slab_bytes in [1 << 24, 1] {
+        for (limit, status) in [(size, 200), (size - 1, 413)] {
+            let mut cfg = config();
+            cfg.max_response_bytes = limit;
+            cfg.slab_bytes = slab_bytes;
+            let server = Server::start(cfg).await;
+            for format in ["json", "npy", "binary"] {
+                let resp = get(&server, &format!("{int16}?format={format}")).await;
+                assert_eq!(resp.status(), status, "{format} at {limit}, slabs of {slab_bytes}");
+            }
+        }
+    }
+    let mut cfg = config();
+    cfg.max_response_bytes = 559;
+    let server = Server::start(cfg).await;
     let e = problem(get(&server, url).await, 413).await;
-    assert!(e["detail"].as_str().unwrap().contains("570"), "{e}");
+    assert!(e["detail"].as_str().unwrap().contains("559"), "{e}");
     let one = get(&server, &format!("{url}?select=0,0")).await;
     assert_eq!(one.status(), 200);
     assert_eq!(one.headers()[header::CONTENT_TYPE], "application/json");

@@ -20,6 +20,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::cf::MaskAndScale;
 use super::data_type::DataType;
 use super::error::{Error, Result};
+use super::exact;
 use super::hierarchy::Dataset;
 use super::plan::ReadPlan;
 use super::read::{BlockSink, Versions};
@@ -279,6 +280,40 @@ struct Cells {
     b: Vec<f64>,
     /// Exact integer sums, minima or maxima.
     int: Vec<i128>,
+    /// Integer `std`: exact sums of each value less the cell's first
+    /// value, and of their squares, while they fit (else the Welford
+    /// state above answers).
+    spread: Vec<Option<ExactSpread>>,
+}
+
+/// Exact sums for the variance of integers: `n` values `x`, shifted by
+/// the first (the variance does not change), `s1 = Σ(x - shift)` and
+/// `s2 = Σ(x - shift)²`.
+#[derive(Debug, Clone, Copy, Default)]
+struct ExactSpread {
+    shift: Option<i128>,
+    s1: i128,
+    s2: i128,
+}
+
+impl ExactSpread {
+    /// Add `v`; `None` once a sum would overflow.
+    fn add(mut self, v: i128) -> Option<Self> {
+        let shift = *self.shift.get_or_insert(v);
+        let y = v.checked_sub(shift)?;
+        self.s1 = self.s1.checked_add(y)?;
+        self.s2 = self.s2.checked_add(y.checked_mul(y)?)?;
+        Some(self)
+    }
+
+    /// The standard deviation of `n` values, rounded once:
+    /// `sqrt((n·s2 - s1²) / n²)`; `None` if a product overflows.
+    fn std(&self, n: u64) -> Option<f64> {
+        let n = i128::from(n);
+        let num = n.checked_mul(self.s2)?.checked_sub(self.s1.checked_mul(self.s1)?)?;
+        let den = n.checked_mul(n)?;
+        Some(exact::sqrt_ratio(u128::try_from(num).ok()?, den as u128))
+    }
 }
 
 impl Cells {
@@ -297,6 +332,7 @@ impl Cells {
             Op::Max => i128::MIN,
             _ => 0,
         };
+        let spread_cells = if op == Op::Std && !float { n } else { 0 };
         Self {
             op,
             float,
@@ -304,6 +340,7 @@ impl Cells {
             a: vec![init; float_cells],
             b: vec![0.0; float_cells],
             int: vec![int_init; int_cells],
+            spread: vec![Some(ExactSpread::default()); spread_cells],
         }
     }
 
@@ -387,10 +424,14 @@ impl Cells {
             }
             Op::Std if values.len() == 1 => {
                 for v in values {
+                    self.add_exact_spread(cell, v.into());
                     self.add_welford(cell, v.into() as f64);
                 }
             }
             Op::Std => {
+                for v in values.clone() {
+                    self.add_exact_spread(cell, v.into());
+                }
                 let n = values.len() as u64;
                 if n == 0 {
                     return;
@@ -399,6 +440,14 @@ impl Cells {
                 let m2: f64 = values.map(|v| (v.into() as f64 - mean).powi(2)).sum();
                 self.merge_spread(cell, n, mean, m2);
             }
+        }
+    }
+
+    /// Add an integer to the exact sums of `cell`, while they fit.
+    #[inline]
+    fn add_exact_spread(&mut self, cell: usize, v: i128) {
+        if let Some(spread) = self.spread[cell] {
+            self.spread[cell] = spread.add(v);
         }
     }
 
@@ -468,11 +517,14 @@ impl Cells {
                     continue;
                 }
                 (Op::Mean, false) if count == 0 => f64::NAN,
-                (Op::Mean, false) => self.int[cell] as f64 / count as f64,
+                (Op::Mean, false) => exact::ratio(self.int[cell], u128::from(count)),
                 (Op::Sum, true) => compensated(self.a[cell], self.b[cell]),
                 (Op::Mean, true) if count == 0 => f64::NAN,
                 (Op::Mean, true) => compensated(self.a[cell], self.b[cell]) / count as f64,
                 (Op::Std, _) if count == 0 => f64::NAN,
+                (Op::Std, false) => self.spread[cell]
+                    .and_then(|s| s.std(count))
+                    .unwrap_or_else(|| (self.b[cell] / count as f64).sqrt()),
                 (Op::Std, _) => (self.b[cell] / count as f64).sqrt(),
                 (Op::Min | Op::Max, true) => {
                     out.extend(float_bytes(self.a[cell], out_type));
@@ -926,6 +978,39 @@ mod tests {
         assert_eq!(u64::from_le_bytes(out.try_into().unwrap()), 556);
         let out = reduce("max", Some(&["1"]), None, &[2, 2], DataType::UInt8, &data).unwrap();
         assert_eq!(out, [200, 255]);
+    }
+
+    /// `mean` and `std` of 64-bit integers beyond 2^53 are the exact value
+    /// rounded once: floats would round every sum (issue: 361.37 for 361.17).
+    #[test]
+    fn integer_mean_and_std_are_exact_beyond_2_to_53() {
+        let ints = |v: &[i64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        for centre in [9_000_000_000_000_000i64, 1 << 62, -(1 << 62), i64::MAX - 300] {
+            // centre + k for k in -300..=300: std² = (601² - 1) / 12.
+            let values: Vec<i64> = (-300..=300).map(|k| centre + k).collect();
+            let n = values.len() as u64;
+            let std = f64s(&reduce("std", None, None, &[n], DataType::Int64, &ints(&values)).unwrap())[0];
+            assert_eq!(std, ((601.0f64 * 601.0 - 1.0) / 12.0).sqrt(), "centre {centre}");
+            let mean = f64s(&reduce("mean", None, None, &[n], DataType::Int64, &ints(&values)).unwrap())[0];
+            assert_eq!(mean, centre as f64, "centre {centre}");
+        }
+        // Split across rows and cells the same (single values and runs).
+        let values: Vec<i64> = (0..40).map(|k| (1i64 << 60) + k * k).collect();
+        let whole = reduce("std", Some(&["1"]), None, &[4, 10], DataType::Int64, &ints(&values)).unwrap();
+        for (row, got) in f64s(&whole).into_iter().enumerate() {
+            let ks: Vec<i128> = (row as i128 * 10..row as i128 * 10 + 10).map(|k| k * k).collect();
+            let (s1, s2): (i128, i128) = (ks.iter().sum(), ks.iter().map(|k| k * k).sum());
+            let want = exact::sqrt_ratio((10 * s2 - s1 * s1) as u128, 100);
+            assert_eq!(got, want, "row {row}");
+        }
+        // A mean between two doubles (4 apart here) rounds to the nearer.
+        let halfway = ints(&[(1 << 54) + 2, (1 << 54) + 4, (1 << 54) + 6, (1 << 54) + 8]);
+        let mean = f64s(&reduce("mean", None, None, &[4], DataType::Int64, &halfway).unwrap())[0];
+        assert_eq!(mean, ((1u64 << 54) + 4) as f64);
+        // Unsigned values past i64::MAX.
+        let big: Vec<u8> = [u64::MAX, u64::MAX - 2].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let std = f64s(&reduce("std", None, None, &[2], DataType::UInt64, &big).unwrap())[0];
+        assert_eq!(std, 1.0);
     }
 
     /// Runs longer than a piece, blocks across piece boundaries, a slab

@@ -121,7 +121,8 @@ fn array_document(
     let (data_type, codecs) = if v2 {
         let data_type = match parsed {
             Ok(m) => m.data_type.to_json(),
-            Err(_) => raw.get("dtype").cloned().unwrap_or(Value::Null),
+            Err(_) => crate::engine::v2_data_type_document(raw)
+                .unwrap_or_else(|| raw.get("dtype").cloned().unwrap_or(Value::Null)),
         };
         (data_type, crate::engine::v2_codecs_document(raw))
     } else {
@@ -137,9 +138,15 @@ fn array_document(
     };
     let dimension_names = match (parsed, raw.get("dimension_names")) {
         (Ok(m), _) => json!(m.dimension_names.clone().unwrap_or_else(|| vec![None; rank])),
-        // Unreadable: as written, if it is a list at all.
+        // Unreadable: as written, if it is a list at all, else xarray's
+        // `_ARRAY_DIMENSIONS` when it names every dimension.
         (Err(_), Some(Value::Array(names))) => Value::Array(names.clone()),
-        (Err(_), _) => Value::Array(vec![Value::Null; rank]),
+        (Err(_), _) => match meta.attributes().get("_ARRAY_DIMENSIONS") {
+            Some(Value::Array(names)) if names.len() == rank && names.iter().all(Value::is_string) => {
+                Value::Array(names.clone())
+            }
+            _ => Value::Array(vec![Value::Null; rank]),
+        },
     };
     let mut doc = json!({
         "path": display_path(&node.path),

@@ -53,8 +53,8 @@ pub enum DataType {
     Raw(usize),
     /// `string`: UTF-8 text of any length (codec `vlen-utf8`).
     String,
-    /// `variable_length_bytes`: bytes of any length (codec `vlen-bytes`).
-    Bytes,
+    /// Bytes of any length (codec `vlen-bytes`), under either of its names.
+    Bytes(BytesName),
     /// `fixed_length_utf32` of this many bytes (4 a character).
     FixedUtf32(usize),
     /// `null_terminated_bytes` of this many bytes.
@@ -63,6 +63,18 @@ pub enum DataType {
     DateTime64(TimeUnit),
     /// `numpy.timedelta64`
     TimeDelta64(TimeUnit),
+}
+
+/// The two names of variable-length bytes: zarr-python 3's
+/// `variable_length_bytes` (also what a Zarr v2 `|O` with `vlen-bytes`
+/// reads as) and the zarr-extensions name `bytes`; a node says the one it
+/// was stored with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BytesName {
+    /// `variable_length_bytes`
+    VariableLengthBytes,
+    /// `bytes`
+    Bytes,
 }
 
 impl DataType {
@@ -76,7 +88,8 @@ impl DataType {
         };
         Ok(match name {
             "string" => DataType::String,
-            "variable_length_bytes" => DataType::Bytes,
+            "variable_length_bytes" => DataType::Bytes(BytesName::VariableLengthBytes),
+            "bytes" => DataType::Bytes(BytesName::Bytes),
             "bool" => DataType::Bool,
             "int8" => DataType::Int8,
             "int16" => DataType::Int16,
@@ -129,7 +142,10 @@ impl DataType {
             "numpy.datetime64" => DataType::DateTime64(unit()?),
             "numpy.timedelta64" => DataType::TimeDelta64(unit()?),
             "string" if config.is_none_or(|c| c.is_empty()) => DataType::String,
-            "variable_length_bytes" if config.is_none_or(|c| c.is_empty()) => DataType::Bytes,
+            "variable_length_bytes" if config.is_none_or(|c| c.is_empty()) => {
+                DataType::Bytes(BytesName::VariableLengthBytes)
+            }
+            "bytes" if config.is_none_or(|c| c.is_empty()) => DataType::Bytes(BytesName::Bytes),
             _ => return Err(unsupported()),
         })
     }
@@ -172,20 +188,20 @@ impl DataType {
             DataType::FixedBytes(n) => format!("|S{n}"),
             DataType::DateTime64(unit) => format!("<M8[{}]", unit.numpy()),
             DataType::TimeDelta64(unit) => format!("<m8[{}]", unit.numpy()),
-            DataType::String | DataType::Bytes => return None,
+            DataType::String | DataType::Bytes(_) => return None,
         })
     }
 
     /// Whether elements vary in length (`string`, `variable_length_bytes`).
     pub fn is_variable(&self) -> bool {
-        matches!(self, DataType::String | DataType::Bytes)
+        matches!(self, DataType::String | DataType::Bytes(_))
     }
 
     /// Whether elements are text or bytes, fixed or variable in length.
     pub fn is_text_or_bytes(&self) -> bool {
         matches!(
             self,
-            DataType::String | DataType::Bytes | DataType::FixedUtf32(_) | DataType::FixedBytes(_)
+            DataType::String | DataType::Bytes(_) | DataType::FixedUtf32(_) | DataType::FixedBytes(_)
         )
     }
 
@@ -193,7 +209,7 @@ impl DataType {
     /// `b""` or NaT.
     pub(crate) fn default_fill(&self) -> Vec<u8> {
         match self {
-            DataType::String | DataType::Bytes => encode_item(b""),
+            DataType::String | DataType::Bytes(_) => encode_item(b""),
             DataType::DateTime64(_) | DataType::TimeDelta64(_) => NAT.to_le_bytes().to_vec(),
             _ => vec![0; self.size()],
         }
@@ -218,7 +234,8 @@ impl DataType {
             DataType::Complex128 => "complex128".into(),
             DataType::Raw(bits) => format!("r{bits}"),
             DataType::String => "string".into(),
-            DataType::Bytes => "variable_length_bytes".into(),
+            DataType::Bytes(BytesName::VariableLengthBytes) => "variable_length_bytes".into(),
+            DataType::Bytes(BytesName::Bytes) => "bytes".into(),
             DataType::FixedUtf32(_) => "fixed_length_utf32".into(),
             DataType::FixedBytes(_) => "null_terminated_bytes".into(),
             DataType::DateTime64(_) => "numpy.datetime64".into(),
@@ -237,7 +254,7 @@ impl DataType {
             DataType::Complex128 => 16,
             DataType::Raw(bits) => bits / 8,
             DataType::FixedUtf32(n) | DataType::FixedBytes(n) => *n,
-            DataType::String | DataType::Bytes | DataType::DateTime64(_) | DataType::TimeDelta64(_) => 8,
+            DataType::String | DataType::Bytes(_) | DataType::DateTime64(_) | DataType::TimeDelta64(_) => 8,
         }
     }
 
@@ -247,7 +264,7 @@ impl DataType {
         match self {
             DataType::Complex64 => 4,
             DataType::Complex128 => 8,
-            DataType::Raw(_) | DataType::FixedBytes(_) | DataType::String | DataType::Bytes => 1,
+            DataType::Raw(_) | DataType::FixedBytes(_) | DataType::String | DataType::Bytes(_) => 1,
             DataType::FixedUtf32(_) => 4,
             other => other.size(),
         }
@@ -295,7 +312,7 @@ impl DataType {
             }
             DataType::Raw(bits) => raw_bytes(value, bits / 8).ok_or_else(bad)?,
             DataType::String => encode_item(text_value(value).ok_or_else(bad)?.as_bytes()),
-            DataType::Bytes => encode_item(&bytes_value(value).ok_or_else(bad)?),
+            DataType::Bytes(_) => encode_item(&bytes_value(value).ok_or_else(bad)?),
             DataType::FixedUtf32(n) => {
                 let units: Vec<u8> = text_value(value)
                     .ok_or_else(bad)?
@@ -332,6 +349,11 @@ fn bytes_value(value: &Value) -> Option<Vec<u8>> {
     match value {
         Value::String(s) => base64::engine::general_purpose::STANDARD.decode(s).ok(),
         Value::Number(n) => Some(n.to_string().into_bytes()),
+        // The `bytes` extension's other form: a list of byte values.
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_u64().and_then(|b| u8::try_from(b).ok()))
+            .collect(),
         _ => None,
     }
 }
@@ -368,7 +390,7 @@ fn float_bytes(value: &Value, size: usize) -> Option<Vec<u8>> {
         Value::Number(n) => n.as_f64()?,
         Value::String(s) => match s.as_str() {
             "NaN" => f64::NAN,
-            "Infinity" => f64::INFINITY,
+            "Infinity" | "+Infinity" => f64::INFINITY,
             "-Infinity" => f64::NEG_INFINITY,
             hex if hex.starts_with("0x") => {
                 let digits = &hex[2..];
@@ -453,7 +475,12 @@ mod tests {
     fn parses_extension_types_as_zarr_python_writes_them() {
         for (doc, expected, size) in [
             (json!("string"), DataType::String, 8),
-            (json!("variable_length_bytes"), DataType::Bytes, 8),
+            (
+                json!("variable_length_bytes"),
+                DataType::Bytes(BytesName::VariableLengthBytes),
+                8,
+            ),
+            (json!("bytes"), DataType::Bytes(BytesName::Bytes), 8),
             (
                 json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 20}}),
                 DataType::FixedUtf32(20),

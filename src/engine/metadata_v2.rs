@@ -167,7 +167,7 @@ fn data_type(typestr: &str, filters: Option<&Value>) -> Result<(DataType, Endian
             let first = filters.and_then(Value::as_array).and_then(|f| f.first());
             match first.map(|f| numcodecs_id(f, "filter")).transpose()?.map(|(id, _)| id) {
                 Some("vlen-utf8") => DataType::String,
-                Some("vlen-bytes") => DataType::Bytes,
+                Some("vlen-bytes") => DataType::Bytes(super::data_type::BytesName::VariableLengthBytes),
                 Some(other) => return Err(Error::Unsupported(format!("object codec \"{other}\""))),
                 None => return Err(Error::Unsupported("dtype \"|O\" without an object codec filter".into())),
             }
@@ -175,6 +175,14 @@ fn data_type(typestr: &str, filters: Option<&Value>) -> Result<(DataType, Endian
         _ => return NumType::parse(typestr).map(|n| (n.data_type, n.endian)),
     };
     Ok((data_type, endian))
+}
+
+/// The v3 data type of a `.zarray`'s `dtype` as the node document shows
+/// it (`<i2` is `int16`), whether or not its codecs can be read; `None`
+/// when the dtype itself is not one zarr-python 3 reads.
+pub(crate) fn data_type_document(raw: &Value) -> Option<Value> {
+    let typestr = raw.get("dtype")?.as_str()?;
+    data_type(typestr, raw.get("filters")).ok().map(|(t, _)| t.to_json())
 }
 
 /// The v2 pipeline as the node document shows it: the filters in order,

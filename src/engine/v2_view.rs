@@ -60,7 +60,7 @@ pub struct Listing {
 fn v2_dtype(data_type: DataType) -> Option<(String, Value)> {
     match data_type {
         DataType::String => Some(("|O".into(), json!([{"id": "vlen-utf8"}]))),
-        DataType::Bytes => Some(("|O".into(), json!([{"id": "vlen-bytes"}]))),
+        DataType::Bytes(_) => Some(("|O".into(), json!([{"id": "vlen-bytes"}]))),
         DataType::Raw(_) => None,
         fixed => Some((fixed.numpy_dtype()?, Value::Null)),
     }

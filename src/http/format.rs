@@ -187,7 +187,7 @@ fn texts(data_type: DataType, data: &[u8]) -> Result<Option<Texts<'_>>, String> 
                 .expect("a text type")
                 .map_err(|e| reason(&e))?,
         ),
-        DataType::Bytes => Texts::Bytes(vlen::items(data).map_err(|e| reason(&e))?),
+        DataType::Bytes(_) => Texts::Bytes(vlen::items(data).map_err(|e| reason(&e))?),
         DataType::FixedBytes(n) => Texts::Bytes(data.chunks_exact(n).map(|b| &b[..trim(b)]).collect()),
         _ => return Ok(None),
     }))
@@ -434,7 +434,7 @@ fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
                 let _ = write!(out, "{count}");
             }
         },
-        DataType::String | DataType::Bytes | DataType::FixedUtf32(_) | DataType::FixedBytes(_) => {
+        DataType::String | DataType::Bytes(_) | DataType::FixedUtf32(_) | DataType::FixedBytes(_) => {
             unreachable!("text and bytes are written from their elements")
         }
     }
@@ -525,7 +525,7 @@ mod tests {
         );
         let npy = npy_text(DataType::FixedBytes(3), &[2], b"a\0b\0\0\0").unwrap();
         assert!(String::from_utf8_lossy(&npy).contains("'descr': '|S3'"));
-        let empty = npy_text(DataType::Bytes, &[0], &[]).unwrap();
+        let empty = npy_text(DataType::Bytes(crate::engine::BytesName::Bytes), &[0], &[]).unwrap();
         assert!(String::from_utf8_lossy(&empty).contains("'descr': '|S1'"));
         assert!(json_body(DataType::String, &[1], &items(&[b"\xff"]), None).is_err());
     }

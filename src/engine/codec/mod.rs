@@ -11,6 +11,7 @@ pub mod array_to_array;
 pub mod array_to_bytes;
 pub mod bytes_to_bytes;
 pub(crate) mod numcodecs;
+pub(crate) mod v2;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -20,7 +21,8 @@ use self::array_to_bytes::bytes::Endian;
 use self::array_to_bytes::sharding::ShardingCodec;
 use self::array_to_bytes::ArrayToBytesCodec;
 use self::bytes_to_bytes::BytesToBytesCodec;
-use self::numcodecs::FilterStack;
+use self::numcodecs::{Numcodec, V3_PREFIX};
+use self::v2::FilterStack;
 use super::data_type::DataType;
 use super::error::{corrupt, Error, Result};
 use super::json::name_and_configuration;
@@ -62,11 +64,65 @@ impl ChunkRepr {
     }
 }
 
+/// The step of a chain that turns elements into bytes: a v3 array -> bytes
+/// codec, or a Zarr v2 array's filters and byte order.
+#[derive(Debug, Clone)]
+enum Serializer {
+    Codec(ArrayToBytesCodec),
+    V2(FilterStack),
+}
+
+impl Serializer {
+    fn encoded_size(&self, repr: &ChunkRepr) -> Option<usize> {
+        match self {
+            Self::Codec(c) => c.encoded_size(repr),
+            Self::V2(f) => f.encoded_size(repr),
+        }
+    }
+
+    fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+        match self {
+            Self::Codec(c) => c.decode(encoded, repr),
+            Self::V2(f) => f.decode(encoded, repr),
+        }
+    }
+}
+
+/// One codec of a `codecs` list, by its kind.
+enum Kind {
+    ArrayToArray(ArrayToArrayCodec),
+    ArrayToBytes(ArrayToBytesCodec),
+    BytesToBytes(BytesToBytesCodec),
+}
+
+impl Kind {
+    /// The codec named `name` for chunks of `repr`.
+    fn from_json(name: &str, config: Option<&serde_json::Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
+        if let Some(id) = name.strip_prefix(V3_PREFIX) {
+            return Ok(match Numcodec::from_v3(id, config)? {
+                Numcodec::Filter(_) => Kind::ArrayToArray(ArrayToArrayCodec::numcodecs(id, config, repr)?),
+                Numcodec::Bytes(b) => Kind::BytesToBytes(b),
+                Numcodec::Elements(e) => Kind::ArrayToBytes(ArrayToBytesCodec::Elements(e)),
+            });
+        }
+        if let Some(a2a) = ArrayToArrayCodec::from_json(name, config, repr)? {
+            return Ok(Kind::ArrayToArray(a2a));
+        }
+        if let Some(a2b) = ArrayToBytesCodec::from_json(name, config, repr)? {
+            return Ok(Kind::ArrayToBytes(a2b));
+        }
+        match BytesToBytesCodec::from_json(name, config)? {
+            Some(b2b) => Ok(Kind::BytesToBytes(b2b)),
+            None => Err(Error::Unsupported(format!("codec \"{name}\""))),
+        }
+    }
+}
+
 /// A validated chain of codecs, resolved for one chunk representation.
 #[derive(Debug, Clone)]
 pub struct CodecChain {
     array_to_array: Vec<(ArrayToArrayCodec, ChunkRepr)>,
-    array_to_bytes: ArrayToBytesCodec,
+    array_to_bytes: Serializer,
     /// The representation the array->bytes codec encodes.
     array_to_bytes_repr: ChunkRepr,
     bytes_to_bytes: Vec<BytesToBytesCodec>,
@@ -87,33 +143,36 @@ impl CodecChain {
         let mut current = repr.clone();
         for codec in list {
             let (name, config) = name_and_configuration(codec, "codec")?;
-            if let Some(a2a) = ArrayToArrayCodec::from_json(name, config, &current)? {
-                if array_to_bytes.is_some() {
-                    return Err(corrupt(format!(
-                        "codecs: array->array codec \"{name}\" after the array->bytes codec"
-                    )));
+            match Kind::from_json(name, config, &current)? {
+                Kind::ArrayToArray(a2a) => {
+                    if array_to_bytes.is_some() {
+                        return Err(corrupt(format!(
+                            "codecs: array->array codec \"{name}\" after the array->bytes codec"
+                        )));
+                    }
+                    let next = a2a.encoded_repr(&current);
+                    array_to_array.push((a2a, current));
+                    current = next;
                 }
-                let next = a2a.encoded_repr(&current);
-                array_to_array.push((a2a, current));
-                current = next;
-            } else if let Some(a2b) = ArrayToBytesCodec::from_json(name, config, &current)? {
-                if array_to_bytes.is_some() {
-                    return Err(corrupt(format!("codecs: a second array->bytes codec \"{name}\"")));
+                Kind::ArrayToBytes(a2b) => {
+                    if array_to_bytes.is_some() {
+                        return Err(corrupt(format!("codecs: a second array->bytes codec \"{name}\"")));
+                    }
+                    array_to_bytes = Some(a2b);
                 }
-                array_to_bytes = Some(a2b);
-            } else if let Some(b2b) = BytesToBytesCodec::from_json(name, config)? {
-                if array_to_bytes.is_none() {
-                    return Err(corrupt(format!(
-                        "codecs: bytes->bytes codec \"{name}\" before the array->bytes codec"
-                    )));
+                Kind::BytesToBytes(b2b) => {
+                    if array_to_bytes.is_none() {
+                        return Err(corrupt(format!(
+                            "codecs: bytes->bytes codec \"{name}\" before the array->bytes codec"
+                        )));
+                    }
+                    bytes_to_bytes.push(b2b);
                 }
-                bytes_to_bytes.push(b2b);
-            } else {
-                return Err(Error::Unsupported(format!("codec \"{name}\"")));
             }
         }
-        let array_to_bytes =
-            array_to_bytes.ok_or_else(|| corrupt(format!("codecs {codecs} has no array->bytes codec")))?;
+        let array_to_bytes = array_to_bytes
+            .map(Serializer::Codec)
+            .ok_or_else(|| corrupt(format!("codecs {codecs} has no array->bytes codec")))?;
         Ok(Self::assemble(
             array_to_array,
             array_to_bytes,
@@ -144,11 +203,17 @@ impl CodecChain {
             array_to_array.push((codec, current));
             current = next;
         }
-        let array_to_bytes = ArrayToBytesCodec::Numcodecs(FilterStack::from_json(filters, endian, &current)?);
-        let bytes_to_bytes = match compressor {
-            None | Some(Value::Null) => Vec::new(),
-            Some(config) => vec![BytesToBytesCodec::from_numcodecs(config)?],
+        // A compressor that is a bytes -> bytes codec stays one (so zstd
+        // decodes prefixes and into reused buffers); any other runs as the
+        // last filter.
+        let (bytes_to_bytes, last) = match compressor {
+            None | Some(Value::Null) => (Vec::new(), None),
+            Some(config) => match Numcodec::from_json(config, "compressor")? {
+                Numcodec::Bytes(b2b) => (vec![b2b], None),
+                other => (Vec::new(), Some(other)),
+            },
         };
+        let array_to_bytes = Serializer::V2(FilterStack::from_json(filters, endian, &current, last)?);
         Ok(Self::assemble(
             array_to_array,
             array_to_bytes,
@@ -162,7 +227,7 @@ impl CodecChain {
     /// codec encodes.
     fn assemble(
         array_to_array: Vec<(ArrayToArrayCodec, ChunkRepr)>,
-        array_to_bytes: ArrayToBytesCodec,
+        array_to_bytes: Serializer,
         current: ChunkRepr,
         bytes_to_bytes: Vec<BytesToBytesCodec>,
         repr: &ChunkRepr,
@@ -201,7 +266,9 @@ impl CodecChain {
     /// it), so that inner chunks can be read from byte ranges of the shard.
     pub(crate) fn partial_sharding(&self) -> Option<&ShardingCodec> {
         match &self.array_to_bytes {
-            ArrayToBytesCodec::Sharding(s) if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() => {
+            Serializer::Codec(ArrayToBytesCodec::Sharding(s))
+                if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() =>
+            {
                 Some(s)
             }
             _ => None,
@@ -262,7 +329,7 @@ impl CodecChain {
     /// Whether [`CodecChain::decode_with`] can decode into its scratch buffer.
     fn scratch_decodable(&self) -> bool {
         let identity = match &self.array_to_bytes {
-            ArrayToBytesCodec::Bytes(codec) => codec.is_identity(&self.array_to_bytes_repr),
+            Serializer::Codec(ArrayToBytesCodec::Bytes(codec)) => codec.is_identity(&self.array_to_bytes_repr),
             _ => false,
         };
         identity && self.prefix_decodable() && self.decoded_sizes[0] == Some(self.array_to_bytes_repr.size_bytes())
@@ -273,7 +340,7 @@ impl CodecChain {
     /// innermost and only `crc32c` outside it.
     fn prefix_decodable(&self) -> bool {
         self.array_to_array.is_empty()
-            && matches!(self.array_to_bytes, ArrayToBytesCodec::Bytes(_))
+            && matches!(self.array_to_bytes, Serializer::Codec(ArrayToBytesCodec::Bytes(_)))
             && matches!(self.bytes_to_bytes.first(), Some(BytesToBytesCodec::Zstd(_)))
             && self.bytes_to_bytes[1..]
                 .iter()
@@ -300,7 +367,9 @@ impl CodecChain {
             };
         }
         let mut array = match &self.array_to_bytes {
-            ArrayToBytesCodec::Bytes(codec) if partial => codec.decode_prefix(bytes, &self.array_to_bytes_repr)?,
+            Serializer::Codec(ArrayToBytesCodec::Bytes(codec)) if partial => {
+                codec.decode_prefix(bytes, &self.array_to_bytes_repr)?
+            }
             a2b => a2b.decode(bytes, &self.array_to_bytes_repr)?,
         };
         for (a2a, repr) in self.array_to_array.iter().rev() {

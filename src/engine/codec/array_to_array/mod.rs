@@ -1,5 +1,9 @@
 //! Array -> array codecs.
 
+pub(crate) mod cast_value;
+pub(crate) mod numcodecs;
+mod scalar;
+pub(crate) mod scale_offset;
 pub mod transpose;
 
 use bytes::Bytes;
@@ -9,6 +13,9 @@ use super::ChunkRepr;
 use crate::engine::data_type::DataType;
 use crate::engine::error::Result;
 use crate::engine::vlen;
+use cast_value::CastValueCodec;
+use numcodecs::NumcodecsFilter;
+use scale_offset::ScaleOffsetCodec;
 use transpose::TransposeCodec;
 
 /// An array -> array codec.
@@ -16,6 +23,13 @@ use transpose::TransposeCodec;
 pub(crate) enum ArrayToArrayCodec {
     /// `transpose`
     Transpose(TransposeCodec),
+    /// A numcodecs element filter (`numcodecs.delta`, ...), and
+    /// zarr-extensions' `bitround` (decoded as it is, like numcodecs')
+    Numcodecs(NumcodecsFilter),
+    /// `scale_offset`
+    ScaleOffset(ScaleOffsetCodec),
+    /// `cast_value`
+    CastValue(CastValueCodec),
 }
 
 impl ArrayToArrayCodec {
@@ -23,14 +37,25 @@ impl ArrayToArrayCodec {
     pub(crate) fn from_json(name: &str, config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Option<Self>> {
         Ok(match name {
             "transpose" => Some(Self::Transpose(TransposeCodec::from_json(config, repr.shape.len())?)),
+            "bitround" => Some(Self::numcodecs("bitround", config, repr)?),
+            "scale_offset" => Some(Self::ScaleOffset(ScaleOffsetCodec::from_json(config, repr)?)),
+            "cast_value" => Some(Self::CastValue(CastValueCodec::from_json(config, repr)?)),
             _ => None,
         })
+    }
+
+    /// The numcodecs element filter `id` (a v3 `numcodecs.<id>` codec).
+    pub(crate) fn numcodecs(id: &str, config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
+        NumcodecsFilter::new(id, config, repr).map(Self::Numcodecs)
     }
 
     /// The representation this codec produces from `repr`.
     pub(crate) fn encoded_repr(&self, repr: &ChunkRepr) -> ChunkRepr {
         match self {
             Self::Transpose(t) => t.encoded_repr(repr),
+            Self::Numcodecs(f) => f.encoded_repr(repr),
+            Self::ScaleOffset(s) => ChunkRepr::new(repr.shape.clone(), repr.data_type, s.encoded_fill(repr)),
+            Self::CastValue(c) => c.encoded_repr(repr),
         }
     }
 
@@ -49,6 +74,9 @@ impl ArrayToArrayCodec {
                 vlen::permute(&encoded, order, count as usize)
             }
             Self::Transpose(t) => Ok(t.decode(&encoded, decoded)),
+            Self::Numcodecs(f) => f.decode(&encoded, decoded),
+            Self::ScaleOffset(s) => s.decode(&encoded, decoded).map(Bytes::from),
+            Self::CastValue(c) => c.decode(&encoded, decoded).map(Bytes::from),
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Array -> bytes codecs.
 
 pub mod bytes;
+pub(crate) mod elements;
+pub(crate) mod packbits;
 pub mod sharding;
 pub(crate) mod vlen;
 
@@ -8,9 +10,10 @@ use ::bytes::Bytes;
 use serde_json::{Map, Value};
 
 use self::bytes::BytesCodec;
+use self::elements::ElementsCodec;
+use self::packbits::PackBitsCodec;
 use self::sharding::ShardingCodec;
 use self::vlen::VlenCodec;
-use super::numcodecs::FilterStack;
 use super::ChunkRepr;
 use crate::engine::error::Result;
 
@@ -21,8 +24,10 @@ pub(crate) enum ArrayToBytesCodec {
     Bytes(BytesCodec),
     /// `sharding_indexed`
     Sharding(Box<ShardingCodec>),
-    /// A Zarr v2 array's numcodecs filters and byte order.
-    Numcodecs(FilterStack),
+    /// `numcodecs.pcodec`
+    Elements(ElementsCodec),
+    /// `packbits` (zarr-extensions)
+    PackBits(PackBitsCodec),
     /// `vlen-utf8` and `vlen-bytes`
     Vlen(VlenCodec),
 }
@@ -34,6 +39,13 @@ impl ArrayToBytesCodec {
             "bytes" | "endian" => Some(Self::Bytes(BytesCodec::from_json(config, repr)?)),
             "sharding_indexed" => Some(Self::Sharding(Box::new(ShardingCodec::from_json(config, repr)?))),
             "vlen-utf8" | "vlen-bytes" => Some(Self::Vlen(VlenCodec::new(name, repr)?)),
+            "packbits" => Some(Self::PackBits(PackBitsCodec::from_json(config, repr)?)),
+            "pcodec" => Some(Self::Elements(ElementsCodec::from_numcodecs("pcodec", &Map::new())?)),
+            "zfp" => {
+                return Err(crate::engine::error::Error::Unsupported(
+                    "codec \"zfp\" (zfp is not linked into this build)".into(),
+                ))
+            }
             _ => None,
         })
     }
@@ -42,8 +54,8 @@ impl ArrayToBytesCodec {
     pub(crate) fn encoded_size(&self, repr: &ChunkRepr) -> Option<usize> {
         match self {
             Self::Bytes(_) => Some(repr.size_bytes()),
-            Self::Numcodecs(f) => f.keeps_size().then(|| repr.size_bytes()),
-            Self::Sharding(_) | Self::Vlen(_) => None,
+            Self::PackBits(p) => Some(p.encoded_size(repr)),
+            Self::Sharding(_) | Self::Vlen(_) | Self::Elements(_) => None,
         }
     }
 
@@ -51,8 +63,11 @@ impl ArrayToBytesCodec {
     pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         match self {
             Self::Bytes(b) => b.decode(encoded, repr),
+            Self::PackBits(p) => p.decode(encoded, repr),
             Self::Sharding(s) => s.decode(encoded, repr),
-            Self::Numcodecs(f) => f.decode(encoded, repr),
+            Self::Elements(e) => e
+                .decode(&encoded, repr.data_type, Some(repr.num_elements() as usize))
+                .map(::bytes::Bytes::from),
             Self::Vlen(v) => v.decode(encoded, repr),
         }
     }

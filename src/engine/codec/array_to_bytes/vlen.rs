@@ -89,7 +89,11 @@ mod tests {
         let cut = chunk(&[b"a", b"bc"]);
         assert!(codec.decode(cut.slice(..cut.len() - 1), &repr).is_err());
         assert!(codec.decode(Bytes::from_static(b"\x02\x00"), &repr).is_err());
-        let bytes = ChunkRepr::new(vec![2], DataType::Bytes, encode_item(b""));
+        let bytes = ChunkRepr::new(
+            vec![2],
+            DataType::Bytes(crate::engine::data_type::BytesName::Bytes),
+            encode_item(b""),
+        );
         let codec = VlenCodec::new("vlen-bytes", &bytes).unwrap();
         assert!(codec.decode(chunk(&[b"a", b"\xff"]), &bytes).is_ok());
         let numbers = ChunkRepr::new(vec![2], DataType::UInt8, vec![0]);

@@ -2,10 +2,12 @@
 
 pub mod blosc;
 pub mod bz2;
+pub(crate) mod checksum;
 pub mod crc32c;
 pub mod gzip;
 pub mod lz4;
 pub mod lzma;
+pub(crate) mod shuffle;
 pub mod zlib;
 pub mod zstd;
 
@@ -14,14 +16,15 @@ use serde_json::{Map, Value};
 
 use self::blosc::BloscCodec;
 use self::bz2::Bz2Codec;
+use self::checksum::ChecksumCodec;
 use self::crc32c::Crc32cCodec;
 use self::gzip::GzipCodec;
 use self::lz4::Lz4Codec;
 use self::lzma::LzmaCodec;
+use self::shuffle::ShuffleCodec;
 use self::zlib::ZlibCodec;
 use self::zstd::ZstdCodec;
 use crate::engine::error::{corrupt, Error, Result};
-use crate::engine::json::numcodecs_id;
 
 /// A bytes -> bytes codec.
 #[derive(Debug, Clone)]
@@ -42,6 +45,11 @@ pub(crate) enum BytesToBytesCodec {
     Lzma(LzmaCodec),
     /// numcodecs `lz4` (Zarr v2)
     Lz4(Lz4Codec),
+    /// numcodecs `shuffle`
+    Shuffle(ShuffleCodec),
+    /// numcodecs checksums (`crc32`, `adler32`, `crc32c`, `fletcher32`,
+    /// `jenkins_lookup3`)
+    Checksum(ChecksumCodec),
 }
 
 impl BytesToBytesCodec {
@@ -56,10 +64,26 @@ impl BytesToBytesCodec {
         })
     }
 
-    /// The Zarr v2 compressor a numcodecs configuration names
-    /// (`{"id": "blosc", ...}`).
-    pub(crate) fn from_numcodecs(config: &Value) -> Result<Self> {
-        let (id, obj) = numcodecs_id(config, "compressor")?;
+    /// The numcodecs ids of bytes -> bytes codecs.
+    pub(crate) const NUMCODECS_IDS: &'static [&'static str] = &[
+        "blosc",
+        "zstd",
+        "gzip",
+        "zlib",
+        "bz2",
+        "lzma",
+        "lz4",
+        "shuffle",
+        "crc32",
+        "adler32",
+        "crc32c",
+        "fletcher32",
+        "jenkins_lookup3",
+    ];
+
+    /// The numcodecs codec `id` with its configuration `obj` (`{"id":
+    /// "blosc", ...}`).
+    pub(crate) fn from_numcodecs_config(id: &str, obj: &Map<String, Value>) -> Result<Self> {
         Ok(match id {
             "blosc" => {
                 // Frames are self-describing; numcodecs may store shuffle -1 (auto).
@@ -73,6 +97,8 @@ impl BytesToBytesCodec {
             "bz2" => Self::Bz2(Bz2Codec),
             "lzma" => Self::Lzma(LzmaCodec::from_json(obj)?),
             "lz4" => Self::Lz4(Lz4Codec),
+            "shuffle" => Self::Shuffle(ShuffleCodec::from_json(obj)?),
+            id if ChecksumCodec::IDS.contains(&id) => Self::Checksum(ChecksumCodec::from_config(id, obj)?),
             other => return Err(Error::Unsupported(format!("compressor \"{other}\""))),
         })
     }
@@ -80,7 +106,8 @@ impl BytesToBytesCodec {
     /// The encoded size of `decoded` bytes, when it is fixed.
     pub(crate) fn encoded_size(&self, decoded: usize) -> Option<usize> {
         match self {
-            Self::Crc32c(_) => Some(decoded + 4),
+            Self::Crc32c(_) | Self::Checksum(_) => Some(decoded + 4),
+            Self::Shuffle(_) => Some(decoded),
             _ => None,
         }
     }
@@ -95,7 +122,9 @@ impl BytesToBytesCodec {
             Self::Bz2(c) => c.decode(&encoded, expected)?,
             Self::Lzma(c) => c.decode(&encoded, expected)?,
             Self::Lz4(c) => c.decode(&encoded, expected)?,
+            Self::Shuffle(c) => c.decode(&encoded),
             Self::Crc32c(c) => return c.decode(encoded),
+            Self::Checksum(c) => return c.decode(encoded),
         };
         Ok(Bytes::from(decoded))
     }

@@ -1,17 +1,19 @@
-//! numcodecs filters of Zarr v2 arrays, decode direction only.
+//! numcodecs' element filters, decode direction only: Zarr v2 `filters`,
+//! and in Zarr v3 the array -> array codecs `numcodecs.<id>`.
 //!
 //! Docs: <https://numcodecs.readthedocs.io/en/stable/filter/index.html>.
 //! Examples: `{"id": "delta", "dtype": "<i4", "astype": "<i2"}`,
 //! `{"id": "fixedscaleoffset", "scale": 100, "offset": 0, "dtype": "<f8",
-//! "astype": "<i4"}`, `{"id": "shuffle", "elementsize": 4}`. Each filter
-//! turns the bytes it encoded back into the bytes it was given, exactly as
-//! numcodecs' `decode` does.
+//! "astype": "<i4"}`, `{"id": "packbits"}`. Each filter turns the bytes it
+//! encoded back into the bytes it was given, exactly as numcodecs'
+//! `decode` does. (`shuffle`, which moves bytes and knows no type, is a
+//! bytes -> bytes codec.)
 
 use serde_json::{Map, Value};
 
 use super::num::{NumType, Values};
+use crate::engine::data_type::DataType;
 use crate::engine::error::{corrupt, Error, Result};
-use crate::engine::json::numcodecs_id;
 
 /// One filter of a v2 array's `filters` list.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,8 +35,9 @@ pub(crate) enum Filter {
     },
     /// `bitround`: rounded mantissas decode as they are.
     Identity,
-    /// `shuffle`: bytes of each element grouped by position.
-    Shuffle { element_size: usize },
+    /// `packbits`: booleans eight to a byte, most significant bit first,
+    /// after a byte giving the number of padding bits at the end.
+    PackBits,
 }
 
 fn typestr(config: &Map<String, Value>, id: &str, field: &str, default: Option<&str>) -> Result<NumType> {
@@ -54,9 +57,25 @@ fn number(config: &Map<String, Value>, id: &str, field: &str, default: Option<f6
 }
 
 impl Filter {
+    /// The ids of the filters numcodecs has and this module decodes.
+    pub(crate) const IDS: &'static [&'static str] = &[
+        "delta",
+        "fixedscaleoffset",
+        "quantize",
+        "astype",
+        "bitround",
+        "packbits",
+    ];
+
     /// The filter a numcodecs configuration names.
+    #[cfg(test)]
     pub(crate) fn from_json(config: &Value) -> Result<Self> {
-        let (id, obj) = numcodecs_id(config, "filter")?;
+        let (id, obj) = crate::engine::json::numcodecs_id(config, "filter")?;
+        Self::from_config(id, obj)
+    }
+
+    /// The filter `id` with its numcodecs configuration `obj`.
+    pub(crate) fn from_config(id: &str, obj: &Map<String, Value>) -> Result<Self> {
         Ok(match id {
             "delta" => {
                 let dtype = typestr(obj, id, "dtype", None)?;
@@ -99,16 +118,29 @@ impl Filter {
                 id: "astype",
             },
             "bitround" => Filter::Identity,
-            "shuffle" => {
-                let size = number(obj, id, "elementsize", Some(4.0))?;
-                if !(size >= 0.0 && size.fract() == 0.0 && size <= 1024.0) {
-                    return Err(corrupt(format!("shuffle filter elementsize {size}")));
-                }
-                Filter::Shuffle {
-                    element_size: size as usize,
-                }
-            }
+            "packbits" => Filter::PackBits,
             other => return Err(Error::Unsupported(format!("filter \"{other}\""))),
+        })
+    }
+
+    /// The element type this filter encodes `decoded` elements into.
+    pub(crate) fn encoded_type(&self, decoded: DataType) -> DataType {
+        match self {
+            Filter::Delta { astype, .. } | Filter::FixedScaleOffset { astype, .. } => astype.data_type,
+            Filter::Cast { from, .. } => from.data_type,
+            Filter::Identity => decoded,
+            Filter::PackBits => DataType::UInt8,
+        }
+    }
+
+    /// The encoded size of `decoded` bytes, when the filter fixes it.
+    pub(crate) fn encoded_size(&self, decoded: usize) -> Option<usize> {
+        let resized = |from: &NumType, to: &NumType| decoded / from.data_type.size() * to.data_type.size();
+        Some(match self {
+            Filter::Delta { dtype, astype } | Filter::FixedScaleOffset { dtype, astype, .. } => resized(dtype, astype),
+            Filter::Cast { from, to, .. } => resized(to, from),
+            Filter::Identity => decoded,
+            Filter::PackBits => 1 + decoded.div_ceil(8),
         })
     }
 
@@ -116,7 +148,7 @@ impl Filter {
     pub(crate) fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>> {
         match self {
             Filter::Identity => Ok(encoded.to_vec()),
-            Filter::Shuffle { element_size } => Ok(unshuffle(encoded, *element_size)),
+            Filter::PackBits => unpack_bits(encoded),
             Filter::Cast { from, to, id } => to.write(&from.read(encoded, id)?, id),
             Filter::Delta { dtype, astype } => {
                 let sums = match astype.read(encoded, "delta")? {
@@ -168,20 +200,17 @@ impl Filter {
     }
 }
 
-/// Undo numcodecs' byte shuffle: byte `b` of element `i` was stored at
-/// `b * count + i`; bytes past the last whole element stay where they are.
-fn unshuffle(encoded: &[u8], element_size: usize) -> Vec<u8> {
-    if element_size <= 1 {
-        return encoded.to_vec();
+/// numcodecs' `packbits`: the first byte is the number of padding bits in
+/// the last byte, the rest the booleans, most significant bit first.
+fn unpack_bits(encoded: &[u8]) -> Result<Vec<u8>> {
+    let (&padding, packed) = encoded
+        .split_first()
+        .ok_or_else(|| corrupt("packbits: an empty chunk has no padding byte"))?;
+    if padding > 7 || (packed.is_empty() && padding != 0) {
+        return Err(corrupt(format!("packbits: {padding} padding bits")));
     }
-    let count = encoded.len() / element_size;
-    let mut out = encoded.to_vec();
-    for i in 0..count {
-        for b in 0..element_size {
-            out[i * element_size + b] = encoded[b * count + i];
-        }
-    }
-    out
+    let count = packed.len() * 8 - usize::from(padding);
+    Ok((0..count).map(|i| (packed[i / 8] >> (7 - i % 8)) & 1).collect())
 }
 
 #[cfg(test)]
@@ -226,10 +255,15 @@ mod tests {
     }
 
     #[test]
-    fn shuffle_undoes_numcodecs_layout() {
-        let f = filter(json!({"id": "shuffle", "elementsize": 2}));
-        // Elements [0x0102, 0x0304, 0x0506] stored low bytes first, then high bytes.
-        assert_eq!(f.decode(&[2, 4, 6, 1, 3, 5]).unwrap(), vec![2, 1, 4, 3, 6, 5]);
+    fn packbits_unpacks_most_significant_bit_first() {
+        let f = filter(json!({"id": "packbits"}));
+        // numpy: packbits([1,0,1,1,0,0,0,0, 1,1]) = [0xb0, 0xc0], 6 padding bits.
+        assert_eq!(f.decode(&[6, 0xb0, 0xc0]).unwrap(), vec![1, 0, 1, 1, 0, 0, 0, 0, 1, 1]);
+        assert_eq!(f.decode(&[0]).unwrap(), Vec::<u8>::new());
+        assert_eq!(f.encoded_size(10), Some(3));
+        for bad in [&[][..], &[8, 0], &[1]] {
+            assert!(f.decode(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -1,84 +1,78 @@
-//! The numcodecs side of Zarr v2 chunks: the array's `filters` and its
-//! dtype's byte order, as one array -> bytes step of the codec chain.
+//! numcodecs codecs by their `id`, sorted by what they transform.
 //!
-//! Spec: <https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html#filters>.
-//! A v2 chunk is encoded as `compressor.encode(filters[n-1].encode(...
-//! filters[0].encode(array bytes in the dtype's byte order and the array's
-//! order)))`. The chain built for a v2 array (`CodecChain::from_v2`) is
-//! `transpose` (order `F`), then this step, then the compressor as a
-//! bytes -> bytes codec: decoding runs the filters in reverse, then turns
-//! the dtype's byte order into little-endian.
+//! Docs: <https://numcodecs.readthedocs.io/en/stable/>. The same
+//! configuration (`{"id": "zlib", "level": 1}`) names a codec in a Zarr v2
+//! array's `filters` or `compressor`, and, without its `id`, in a Zarr v3
+//! `zarr.json` as `{"name": "numcodecs.zlib", "configuration": {"level": 1}}`
+//! (zarr-python 3's `numcodecs.zarr3` wrappers). One implementation serves
+//! both: element filters become array -> array codecs in v3, compressors,
+//! `shuffle` and checksums bytes -> bytes codecs, and `pcodec` and `zfpy`,
+//! which encode typed elements, array -> bytes codecs.
 
 pub(crate) mod filters;
 pub(crate) mod num;
 
-use bytes::Bytes;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use self::filters::Filter;
-use super::array_to_bytes::bytes::{BytesCodec, Endian};
-use super::array_to_bytes::vlen::VlenCodec;
-use super::ChunkRepr;
+use super::array_to_bytes::elements::ElementsCodec;
+use super::bytes_to_bytes::BytesToBytesCodec;
 use crate::engine::error::{corrupt, Error, Result};
-use crate::engine::json::numcodecs_id;
 
-/// A v2 array's filters and byte order.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FilterStack {
-    /// In the order written (applied in reverse when decoding).
-    filters: Vec<Filter>,
-    /// The dtype's byte order.
-    bytes: BytesCodec,
-    /// For object arrays, the first filter: `vlen-utf8` or `vlen-bytes`,
-    /// which turns elements into bytes.
-    vlen: Option<VlenCodec>,
+/// The prefix zarr-python 3 gives numcodecs codecs in `zarr.json`.
+pub(crate) const V3_PREFIX: &str = "numcodecs.";
+
+/// A numcodecs codec, by what it transforms.
+#[derive(Debug, Clone)]
+pub(crate) enum Numcodec {
+    /// Elements into elements (`delta`, `fixedscaleoffset`, `quantize`,
+    /// `astype`, `bitround`, `packbits`).
+    Filter(Filter),
+    /// Bytes into bytes (compressors, `shuffle`, checksums).
+    Bytes(BytesToBytesCodec),
+    /// Typed elements into self-describing bytes (`pcodec`, `zfpy`).
+    Elements(ElementsCodec),
 }
 
-impl FilterStack {
-    /// The `filters` list (null or a list of numcodecs configurations) for
-    /// elements of `repr` stored in `endian` byte order.
-    pub(crate) fn from_json(filters: Option<&Value>, endian: Endian, repr: &ChunkRepr) -> Result<Self> {
-        let mut list = match filters {
-            None | Some(Value::Null) => &[][..],
-            Some(Value::Array(list)) => &list[..],
-            Some(other) => return Err(corrupt(format!("filters {other} is neither null nor a list"))),
-        };
-        let mut vlen = None;
-        if repr.data_type.is_variable() {
-            let first = list
-                .first()
-                .ok_or_else(|| Error::Unsupported("dtype \"|O\" without an object codec filter".into()))?;
-            vlen = Some(VlenCodec::new(numcodecs_id(first, "filter")?.0, repr)?);
-            list = &list[1..];
-        }
-        Ok(Self {
-            filters: list.iter().map(Filter::from_json).collect::<Result<_>>()?,
-            bytes: BytesCodec::new(endian, repr),
-            vlen,
+impl Numcodec {
+    /// The codec a numcodecs configuration names (`{"id": ..., ...}`);
+    /// `what` names the field in errors (`"filter"`, `"compressor"`).
+    pub(crate) fn from_json(config: &Value, what: &str) -> Result<Self> {
+        let obj = config
+            .as_object()
+            .ok_or_else(|| corrupt(format!("{what} {config} is not an object")))?;
+        let id = obj
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| corrupt(format!("{what} {config} has no id")))?;
+        Self::from_id(id, obj).map_err(|e| match e {
+            Error::Unsupported(_) if !Self::known(id) => Error::Unsupported(format!("{what} \"{id}\"")),
+            other => other,
         })
     }
 
-    /// Whether the filters leave the size of the data as it is (so the
-    /// compressor's output size is known).
-    pub(crate) fn keeps_size(&self) -> bool {
-        self.vlen.is_none()
-            && self.filters.iter().all(|f| {
-            matches!(f, Filter::Identity | Filter::Shuffle { .. })
-                || matches!(f, Filter::Delta { dtype, astype } if dtype.data_type.size() == astype.data_type.size())
-                || matches!(f, Filter::FixedScaleOffset { dtype, astype, .. } if dtype.data_type.size() == astype.data_type.size())
-                || matches!(f, Filter::Cast { from, to, .. } if from.data_type.size() == to.data_type.size())
+    /// The codec of a Zarr v3 `numcodecs.<id>` entry: numcodecs' own
+    /// configuration without the `id`.
+    pub(crate) fn from_v3(id: &str, config: Option<&Map<String, Value>>) -> Result<Self> {
+        let mut obj = config.cloned().unwrap_or_default();
+        obj.insert("id".into(), Value::String(id.into()));
+        Self::from_id(id, &obj).map_err(|e| match e {
+            Error::Unsupported(_) if !Self::known(id) => Error::Unsupported(format!("codec \"{V3_PREFIX}{id}\"")),
+            other => other,
         })
     }
 
-    /// Decode into C-order (of the encoded layout) little-endian elements of `repr`.
-    pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
-        let mut data = encoded;
-        for filter in self.filters.iter().rev() {
-            data = Bytes::from(filter.decode(&data)?);
+    fn known(id: &str) -> bool {
+        Filter::IDS.contains(&id) || BytesToBytesCodec::NUMCODECS_IDS.contains(&id) || ElementsCodec::IDS.contains(&id)
+    }
+
+    fn from_id(id: &str, obj: &Map<String, Value>) -> Result<Self> {
+        if Filter::IDS.contains(&id) {
+            return Filter::from_config(id, obj).map(Self::Filter);
         }
-        match &self.vlen {
-            Some(vlen) => vlen.decode(data, repr),
-            None => self.bytes.decode(data, repr),
+        if ElementsCodec::IDS.contains(&id) {
+            return ElementsCodec::from_numcodecs(id, obj).map(Self::Elements);
         }
+        BytesToBytesCodec::from_numcodecs_config(id, obj).map(Self::Bytes)
     }
 }

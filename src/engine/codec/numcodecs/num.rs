@@ -22,34 +22,54 @@ pub(crate) enum Values {
 }
 
 impl NumType {
-    /// Parse a NumPy type string (`<u2`, `>f8`, `|b1`, `<c16`, ...); only
-    /// bool, integer, float and complex types.
+    /// Parse a NumPy type string (`<u2`, `>f8`, `|b1`, `<c16`, `u1`, ...)
+    /// or name (`int32`, `float64`, `bool`, as zarr-python 3 writes them in
+    /// `numcodecs.*` configurations); only bool, integer, float and complex
+    /// types. Without a byte order it is native (little-endian).
     pub(crate) fn parse(typestr: &str) -> Result<Self> {
         let unsupported = || Error::Unsupported(format!("dtype \"{typestr}\""));
-        let mut chars = typestr.chars();
-        let endian = match chars.next() {
-            Some('<') | Some('|') | Some('=') => Endian::Little,
-            Some('>') => Endian::Big,
-            _ => return Err(unsupported()),
+        let (endian, rest) = match typestr.as_bytes().first() {
+            Some(b'<' | b'|' | b'=') => (Endian::Little, &typestr[1..]),
+            Some(b'>') => (Endian::Big, &typestr[1..]),
+            _ => (Endian::Little, typestr),
         };
-        let kind = chars.next().ok_or_else(unsupported)?;
-        let size: usize = chars.as_str().parse().map_err(|_| unsupported())?;
-        let data_type = match (kind, size) {
-            ('b', 1) => DataType::Bool,
-            ('i', 1) => DataType::Int8,
-            ('i', 2) => DataType::Int16,
-            ('i', 4) => DataType::Int32,
-            ('i', 8) => DataType::Int64,
-            ('u', 1) => DataType::UInt8,
-            ('u', 2) => DataType::UInt16,
-            ('u', 4) => DataType::UInt32,
-            ('u', 8) => DataType::UInt64,
-            ('f', 2) => DataType::Float16,
-            ('f', 4) => DataType::Float32,
-            ('f', 8) => DataType::Float64,
-            ('c', 8) => DataType::Complex64,
-            ('c', 16) => DataType::Complex128,
-            _ => return Err(unsupported()),
+        let data_type = match rest {
+            "bool" => DataType::Bool,
+            "int8" => DataType::Int8,
+            "int16" => DataType::Int16,
+            "int32" => DataType::Int32,
+            "int64" => DataType::Int64,
+            "uint8" => DataType::UInt8,
+            "uint16" => DataType::UInt16,
+            "uint32" => DataType::UInt32,
+            "uint64" => DataType::UInt64,
+            "float16" => DataType::Float16,
+            "float32" => DataType::Float32,
+            "float64" => DataType::Float64,
+            "complex64" => DataType::Complex64,
+            "complex128" => DataType::Complex128,
+            _ => {
+                let mut chars = rest.chars();
+                let kind = chars.next().ok_or_else(unsupported)?;
+                let size: usize = chars.as_str().parse().map_err(|_| unsupported())?;
+                match (kind, size) {
+                    ('b', 1) | ('?', 1) => DataType::Bool,
+                    ('i', 1) => DataType::Int8,
+                    ('i', 2) => DataType::Int16,
+                    ('i', 4) => DataType::Int32,
+                    ('i', 8) => DataType::Int64,
+                    ('u', 1) => DataType::UInt8,
+                    ('u', 2) => DataType::UInt16,
+                    ('u', 4) => DataType::UInt32,
+                    ('u', 8) => DataType::UInt64,
+                    ('f', 2) => DataType::Float16,
+                    ('f', 4) => DataType::Float32,
+                    ('f', 8) => DataType::Float64,
+                    ('c', 8) => DataType::Complex64,
+                    ('c', 16) => DataType::Complex128,
+                    _ => return Err(unsupported()),
+                }
+            }
         };
         Ok(Self { data_type, endian })
     }
@@ -225,7 +245,10 @@ mod tests {
         let big = NumType::parse(">f8").unwrap();
         assert_eq!((big.data_type, big.endian), (DataType::Float64, Endian::Big));
         assert_eq!(NumType::parse("|b1").unwrap().data_type, DataType::Bool);
-        for bad in ["<U5", "|O", "<M8[ns]", "i4", "<i3", ""] {
+        assert_eq!(NumType::parse("u1").unwrap().data_type, DataType::UInt8);
+        assert_eq!(NumType::parse("float32").unwrap().data_type, DataType::Float32);
+        assert_eq!(NumType::parse(">int16").unwrap().endian, Endian::Big);
+        for bad in ["<U5", "|O", "<M8[ns]", "int3", "<i3", "", "string"] {
             assert!(matches!(NumType::parse(bad), Err(Error::Unsupported(_))), "{bad}");
         }
     }

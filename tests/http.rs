@@ -1195,3 +1195,102 @@ async fn json_streams_like_binary() {
         );
     }
 }
+
+/// Contract 3.1 over HTTP on the arrays zarr-python 3.4 and zarrs wrote
+/// (tests/fixtures/codecs): rectilinear node documents give the edges per
+/// dimension, both forms expanded, and the v2 view leaves them out; the
+/// `bytes` data type keeps its name; a zfp array is described and 501s
+/// naming zfp; passthrough serves a rectilinear array's chunks as stored.
+#[tokio::test]
+async fn codecs_rectilinear_and_bytes_over_http() {
+    let mut cfg = config();
+    let corpus = common::repo().join("tests/fixtures/codecs/data.zarr");
+    cfg.datasets
+        .insert("codecs".into(), common::dataset(corpus.to_string_lossy()));
+    let server = Server::start(cfg).await;
+    let node = |path: &'static str| {
+        let server = &server;
+        async move {
+            let resp = get(server, &format!("/v1/datasets/codecs/nodes/{path}")).await;
+            assert_eq!(resp.status(), 200, "{path}");
+            resp.json::<Value>().await.unwrap()
+        }
+    };
+    let doc = node("rectilinear/r2d_missing").await;
+    assert_eq!(
+        doc["chunk_shape"],
+        serde_json::json!([[3, 7, 10], [4, 4, 4, 8, 10]]),
+        "{doc}"
+    );
+    assert_eq!(doc["read_chunk_shape"], doc["chunk_shape"]);
+    assert_eq!(doc["chunk_grid_shape"], serde_json::json!([3, 5]));
+    let bare = node("rectilinear/r2d_int_dim").await;
+    assert_eq!(
+        bare["chunk_shape"],
+        serde_json::json!([[3, 7, 10], [10, 10, 10]]),
+        "{bare}"
+    );
+    let sharded = node("rectilinear/sharded").await;
+    assert!(
+        sharded["read_chunk_shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(Value::is_u64),
+        "{sharded}"
+    );
+    // Reads: the whole array and a window across irregular edges.
+    let want = expected("../codecs/expected/rectilinear/r2d_missing.bin");
+    let whole = get(&server, "/v1/datasets/codecs/data/rectilinear/r2d_missing").await;
+    assert_eq!(whole.status(), 200);
+    assert_eq!(whole.bytes().await.unwrap().to_vec(), want);
+    let window = get(
+        &server,
+        "/v1/datasets/codecs/data/rectilinear/r2d_missing?select=2:11,11:13",
+    )
+    .await;
+    let got = window.bytes().await.unwrap();
+    let rows: Vec<u8> = (2..11)
+        .flat_map(|r| want[(r * 30 + 11) * 2..(r * 30 + 13) * 2].to_vec())
+        .collect();
+    assert_eq!(got.to_vec(), rows);
+    // The v2 view has no rectilinear arrays; the passthrough serves them.
+    let v2 = get(&server, "/v1/datasets/codecs/v2/rectilinear/r2d_missing/.zarray").await;
+    assert_eq!(v2.status(), 404);
+    let zmeta: Value = get(&server, "/v1/datasets/codecs/v2/.zmetadata")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let keys: Vec<&String> = zmeta["metadata"].as_object().unwrap().keys().collect();
+    assert!(keys.iter().any(|k| k.ends_with("zlib_int16/.zarray")), "{keys:?}");
+    assert!(
+        !keys
+            .iter()
+            .any(|k| k.starts_with("rectilinear/") && k.ends_with(".zarray")),
+        "{keys:?}"
+    );
+    let chunk = get(&server, "/v1/datasets/codecs/zarr/rectilinear/r2d_missing/c/0/0").await;
+    assert_eq!(chunk.status(), 200);
+    // The explorer shows the edges.
+    let page = get(&server, "/explore/codecs/rectilinear/r2d_missing").await;
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("[3,7,10]"));
+    // `bytes` keeps its name in the node document and the header.
+    let bytes = node("types/bytes_1d").await;
+    assert_eq!(bytes["data_type"], "bytes");
+    let data = get(&server, "/v1/datasets/codecs/data/types/bytes_1d?format=json").await;
+    assert_eq!(data.headers()["zarr-data-type"], "bytes");
+    // zfp: described, 501 naming it.
+    let zfp = node("v3_numcodecs/zfpy_accuracy_f64").await;
+    assert_eq!(
+        (zfp["readable"].clone(), zfp["data_type"].clone()),
+        (Value::Bool(false), "float64".into())
+    );
+    let e = problem(
+        get(&server, "/v1/datasets/codecs/data/v3_numcodecs/zfpy_accuracy_f64").await,
+        501,
+    )
+    .await;
+    assert!(e["detail"].as_str().unwrap().contains("zfpy"), "{e}");
+}

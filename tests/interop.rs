@@ -211,7 +211,10 @@ async fn one_inner_chunk_costs_one_index_and_one_data_request() {
         let meta = node.array().unwrap();
         let inner = meta.codecs.read_chunk_shape();
         assert!(
-            inner.iter().zip(&meta.chunk_grid.chunk_shape).any(|(i, s)| i < s),
+            inner
+                .iter()
+                .zip(&meta.chunk_grid.first_chunk_shape())
+                .any(|(i, s)| i < s),
             "shards hold several inner chunks"
         );
         let select = inner.iter().map(|n| format!("0:{n}")).collect::<Vec<_>>().join(",");
@@ -257,7 +260,7 @@ async fn shard_pieces_share_one_index_request() {
     let path = "tensorstore/shard_end_crc";
     let meta = ds.node(path).await.unwrap().array().unwrap().clone();
     let inner = meta.codecs.read_chunk_shape();
-    let shard = &meta.chunk_grid.chunk_shape;
+    let shard = &meta.chunk_grid.first_chunk_shape();
     // The first inner row of the first shard, and one inner chunk short of it.
     let along = shard[1] / inner[1] - 1;
     assert!(along >= 2, "several pieces");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::chunk_grid::RegularChunkGrid;
+use super::chunk_grid::ChunkGrid;
 use super::chunk_key_encoding::ChunkKeyEncoding;
 use super::codec::CodecChain;
 use super::data_type::DataType;
@@ -117,13 +117,17 @@ pub struct ArrayMetadata {
     /// Element type.
     pub data_type: DataType,
     /// The chunk grid.
-    pub chunk_grid: RegularChunkGrid,
+    pub chunk_grid: ChunkGrid,
     /// How chunk coordinates become keys.
     pub chunk_key_encoding: ChunkKeyEncoding,
     /// One element's little-endian bytes.
     pub fill_value: Vec<u8>,
-    /// The codec chain, resolved for the chunk shape.
+    /// The codec chain, resolved for the chunk shape (the first chunk's,
+    /// in a rectilinear grid).
     pub codecs: Arc<CodecChain>,
+    /// A rectilinear grid's chains, one per distinct chunk shape (empty
+    /// for a regular grid).
+    pub(crate) chains: Arc<std::collections::BTreeMap<Vec<u64>, Arc<CodecChain>>>,
     /// `dimension_names`, if present.
     pub dimension_names: Option<Vec<Option<String>>>,
 }
@@ -142,7 +146,35 @@ const ARRAY_FIELDS: &[&str] = &[
     "storage_transformers",
 ];
 
+/// The most distinct chunk shapes of a rectilinear grid (each has a codec
+/// chain of its own).
+const MAX_CHUNK_SHAPES: usize = 4096;
+
 impl ArrayMetadata {
+    /// The codec chain of the chunk at grid `coords`.
+    pub(crate) fn codecs_at(&self, coords: &[u64]) -> &Arc<CodecChain> {
+        if self.chains.is_empty() {
+            return &self.codecs;
+        }
+        let shape = self.chunk_grid.chunk_shape(coords);
+        self.chains.get(&shape).unwrap_or(&self.codecs)
+    }
+
+    /// `chunk_shape` of the node document: the chunk shape, or for a
+    /// rectilinear grid one list of edge lengths per dimension.
+    pub fn chunk_shape_document(&self) -> Value {
+        self.chunk_grid.document(&self.shape)
+    }
+
+    /// `read_chunk_shape` of the node document: the inner chunk shape when
+    /// sharded, else the chunk shape (the lists of a rectilinear grid).
+    pub fn read_chunk_shape_document(&self) -> Value {
+        match self.codecs.partial_sharding() {
+            Some(_) => self.codecs.read_chunk_shape().into(),
+            None => self.chunk_shape_document(),
+        }
+    }
+
     /// Validate an array's `zarr.json`.
     pub fn from_json(raw: &Value) -> Result<Self> {
         let obj = raw.as_object().ok_or_else(|| corrupt("zarr.json is not an object"))?;
@@ -153,7 +185,7 @@ impl ArrayMetadata {
         };
         let shape = u64_list(field("shape")?, "shape")?;
         let data_type = DataType::from_json(field("data_type")?)?;
-        let chunk_grid = RegularChunkGrid::from_json(field("chunk_grid")?, shape.len())?;
+        let chunk_grid = ChunkGrid::from_json(field("chunk_grid")?, &shape)?;
         let chunk_key_encoding = ChunkKeyEncoding::from_json(field("chunk_key_encoding")?)?;
         let fill_value = data_type.fill_value_from_json(field("fill_value")?)?;
         if let Some(st) = obj.get("storage_transformers") {
@@ -171,15 +203,32 @@ impl ArrayMetadata {
                 return Err(corrupt(format!("attributes {attrs} is not an object")));
             }
         }
-        let repr = super::codec::ChunkRepr::new(chunk_grid.chunk_shape.clone(), data_type, fill_value.clone());
-        let codecs = Arc::new(CodecChain::from_json(field("codecs")?, &repr)?);
+        let codecs = field("codecs")?;
+        let chain = |chunk_shape: Vec<u64>| {
+            let repr = super::codec::ChunkRepr::new(chunk_shape, data_type, fill_value.clone());
+            CodecChain::from_json(codecs, &repr).map(Arc::new)
+        };
+        let mut chains = std::collections::BTreeMap::new();
+        if !chunk_grid.is_regular() {
+            let shapes = chunk_grid.distinct_shapes();
+            if shapes.len() > MAX_CHUNK_SHAPES {
+                return Err(Error::Unsupported(format!(
+                    "a rectilinear chunk grid of {} distinct chunk shapes (at most {MAX_CHUNK_SHAPES})",
+                    shapes.len()
+                )));
+            }
+            for shape in shapes {
+                chains.insert(shape.clone(), chain(shape)?);
+            }
+        }
         Ok(Self {
+            codecs: chain(chunk_grid.first_chunk_shape())?,
+            chains: Arc::new(chains),
             shape,
             data_type,
             chunk_grid,
             chunk_key_encoding,
             fill_value,
-            codecs,
             dimension_names,
         })
     }
@@ -272,6 +321,9 @@ mod tests {
         assert!(reason(array(json!({"data_type": "int3"}))).contains("int3"));
         assert!(reason(array(json!({"shape": [10, -1]}))).contains("[10,-1]"));
         assert!(reason(array(json!({"chunk_grid": {"name": "rectangular"}}))).contains("rectangular"));
+        let rectilinear =
+            json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [[5, 5], [[5, 3], 6]]}});
+        assert_eq!(reason(array(json!({"chunk_grid": rectilinear}))), "");
         assert!(reason(array(json!({"storage_transformers": [{"name": "x"}]}))).contains("storage_transformers"));
         assert!(reason(array(json!({"codecs": [{"name": "foo_codec"}]}))).contains("foo_codec"));
         assert!(reason(array(json!({"dimension_names": ["a"]}))).contains("dimension_names"));

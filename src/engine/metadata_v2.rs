@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::chunk_grid::RegularChunkGrid;
+use super::chunk_grid::ChunkGrid;
 use super::chunk_key_encoding::ChunkKeyEncoding;
 use super::codec::array_to_bytes::bytes::Endian;
 use super::codec::numcodecs::num::NumType;
@@ -97,7 +97,7 @@ fn array_metadata(obj: &Map<String, Value>) -> Result<ArrayMetadata> {
     let shape = u64_list(field("shape")?, "shape")?;
     let chunks = u64_list(field("chunks")?, "chunks")?;
     let grid = json!({"name": "regular", "configuration": {"chunk_shape": chunks}});
-    let chunk_grid = RegularChunkGrid::from_json(&grid, shape.len())?;
+    let chunk_grid = ChunkGrid::from_json(&grid, &shape)?;
     let dtype = field("dtype")?;
     let typestr = dtype
         .as_str()
@@ -117,7 +117,7 @@ fn array_metadata(obj: &Map<String, Value>) -> Result<ArrayMetadata> {
         Some(Value::String(s)) if s == "." || s == "/" => s.chars().next().expect("one char"),
         Some(other) => return Err(corrupt(format!("dimension_separator {other}"))),
     };
-    let repr = ChunkRepr::new(chunk_grid.chunk_shape.clone(), data_type, fill_value.clone());
+    let repr = ChunkRepr::new(chunk_grid.first_chunk_shape(), data_type, fill_value.clone());
     let codecs = CodecChain::from_v2(obj.get("filters"), obj.get("compressor"), endian, fortran, &repr)?;
     Ok(ArrayMetadata {
         shape,
@@ -126,6 +126,7 @@ fn array_metadata(obj: &Map<String, Value>) -> Result<ArrayMetadata> {
         chunk_key_encoding: ChunkKeyEncoding::V2 { separator },
         fill_value,
         codecs: Arc::new(codecs),
+        chains: Default::default(),
         dimension_names: None,
     })
 }

@@ -13,6 +13,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::cf::MaskAndScale;
+use super::chunk_grid::Axis;
 use super::copy::{copy_block_to, source_prefix_elements, Block, Destination};
 use super::data_type::DataType;
 use super::error::Result;
@@ -68,9 +69,12 @@ impl ReadPlan {
     /// Plan `selection` on the array at `node`.
     pub fn new(node: Arc<Node>, selection: &Selection, options: &ReadOptions) -> Result<Self> {
         let meta = node.array()?;
+        // Unsharded chunks of a rectilinear grid differ in shape: then there
+        // is no one read shape (empty), and each chunk's is its codecs'.
         let read_shape = match meta.codecs.partial_sharding() {
             Some(codec) => codec.inner_shape().to_vec(),
-            None => meta.chunk_grid.chunk_shape.clone(),
+            None if meta.chunk_grid.is_regular() => meta.chunk_grid.first_chunk_shape(),
+            None => Vec::new(),
         };
         if selection.point_list().is_some() {
             let points: Arc<[Vec<u64>]> = selection.resolve_points(&meta.shape)?.into();
@@ -95,9 +99,12 @@ impl ReadPlan {
             Some(s) => {
                 let row_bytes: u64 =
                     dims[s + 1..].iter().map(|d| d.len).product::<u64>() * meta.data_type.size() as u64;
-                let unit = meta.codecs.read_chunk_shape()[s];
+                let unit = match read_shape.get(s) {
+                    Some(&n) => Axis::Regular(n),
+                    None => meta.chunk_grid.axes[s].clone(),
+                };
                 let mut slabs: Vec<Range<u64>> = Vec::new();
-                for span in dims[s].chunk_spans(unit, 0..dims[s].len) {
+                for span in dims[s].chunk_spans(&unit, 0..dims[s].len) {
                     match slabs.last_mut() {
                         Some(last) if (last.end - last.start + span.count) * row_bytes <= options.slab_bytes => {
                             last.end += span.count
@@ -109,6 +116,7 @@ impl ReadPlan {
             }
         };
         let whole_unit = slabs.len() == 1
+            && !read_shape.is_empty()
             && dims
                 .iter()
                 .zip(&read_shape)
@@ -261,7 +269,7 @@ impl ReadPlan {
         match &self.points {
             Some(points) => point_units(
                 points.iter().enumerate().map(|(k, p)| (k as u64, &p[..])),
-                &self.meta().chunk_grid.chunk_shape,
+                &self.meta().chunk_grid.axes,
             ),
             None => units(&self.unit_spans(slab)),
         }
@@ -269,7 +277,7 @@ impl ReadPlan {
 
     /// Per-dimension spans over the read units (shards or chunks) for slab `i`.
     fn unit_spans(&self, slab: usize) -> Vec<Vec<ChunkSpan>> {
-        let chunk_shape = &self.meta().chunk_grid.chunk_shape;
+        let axes = &self.meta().chunk_grid.axes;
         self.dims
             .iter()
             .enumerate()
@@ -279,7 +287,7 @@ impl ReadPlan {
                 } else {
                     0..sel.len
                 };
-                sel.chunk_spans(chunk_shape[d], range)
+                sel.chunk_spans(&axes[d], range)
             })
             .collect()
     }
@@ -474,12 +482,11 @@ fn in_chunk_order(spans: &[ChunkSpan]) -> Cow<'_, [ChunkSpan]> {
     Cow::Owned(sorted)
 }
 
-/// Units from points: grouped by the unit of `unit_shape` each lies in.
-pub(crate) fn point_units<'a>(points: impl IntoIterator<Item = (u64, &'a [u64])>, unit_shape: &[u64]) -> Vec<Unit> {
+/// Units from points: grouped by the unit of the grid `axes` each lies in.
+pub(crate) fn point_units<'a>(points: impl IntoIterator<Item = (u64, &'a [u64])>, axes: &[Axis]) -> Vec<Unit> {
     let mut by_unit: BTreeMap<Vec<u64>, Vec<(u64, Vec<u64>)>> = BTreeMap::new();
     for (out, p) in points {
-        let coords = p.iter().zip(unit_shape).map(|(i, n)| i / n).collect();
-        let within = p.iter().zip(unit_shape).map(|(i, n)| i % n).collect();
+        let (coords, within) = p.iter().zip(axes).map(|(&i, axis)| axis.locate(i)).unzip();
         by_unit.entry(coords).or_default().push((out, within));
     }
     by_unit

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use super::chunk_grid::Axis;
 use super::error::{Error, Result};
 
 /// One parsed item of a selection.
@@ -456,19 +457,19 @@ pub(crate) struct ChunkSpan {
 }
 
 impl DimSelection {
-    /// Split the positions `out_range` of this selection by chunks of
-    /// `chunk_len`: runs of consecutive output positions inside one chunk
-    /// whose indices step evenly (a list makes a run of each such stretch).
-    pub(crate) fn chunk_spans(&self, chunk_len: u64, out_range: std::ops::Range<u64>) -> Vec<ChunkSpan> {
+    /// Split the positions `out_range` of this selection by the chunks of
+    /// `axis`: runs of consecutive output positions inside one chunk whose
+    /// indices step evenly (a list makes a run of each such stretch).
+    pub(crate) fn chunk_spans(&self, axis: &Axis, out_range: std::ops::Range<u64>) -> Vec<ChunkSpan> {
         if let Some(list) = &self.list {
-            return list_spans(list, chunk_len, out_range);
+            return list_spans(list, axis, out_range);
         }
         let mut spans = Vec::new();
         let mut k = out_range.start;
         while k < out_range.end {
             let idx = self.index(k);
-            let chunk = idx / chunk_len;
-            let within = idx % chunk_len;
+            let (chunk, within) = axis.locate(idx);
+            let chunk_len = axis.len(chunk);
             // How many further positions stay in this chunk.
             let room = if self.step > 0 {
                 (chunk_len - 1 - within) / self.step as u64 + 1
@@ -491,11 +492,11 @@ impl DimSelection {
 
 /// The spans of `list[out_range]`: a run grows while the next index lies in
 /// the same chunk at the run's step (repeats start a new run).
-fn list_spans(list: &[u64], chunk_len: u64, out_range: std::ops::Range<u64>) -> Vec<ChunkSpan> {
+fn list_spans(list: &[u64], axis: &Axis, out_range: std::ops::Range<u64>) -> Vec<ChunkSpan> {
     let mut spans: Vec<ChunkSpan> = Vec::new();
     for k in out_range {
         let idx = list[k as usize];
-        let (chunk, within) = (idx / chunk_len, idx % chunk_len);
+        let (chunk, within) = axis.locate(idx);
         if let Some(last) = spans.last_mut() {
             let last_idx = (last.start_in_chunk as i64 + (last.count as i64 - 1) * last.step) as u64;
             let step = within as i64 - last_idx as i64;
@@ -620,18 +621,31 @@ mod tests {
     }
 
     /// Every position the chunk spans cover, in output order, each checked
-    /// to lie inside its chunk and the spans to tile the output.
+    /// to lie inside its chunk and the spans to tile the output; the same
+    /// over irregular chunks (lengths 1, 3, 2, 5 over and over).
     fn span_positions(d: &DimSelection, chunk: u64) -> Vec<i64> {
+        let mut starts = vec![0u64];
+        while *starts.last().unwrap() < 200 {
+            let len = [1, 3, 2, 5][starts.len() % 4];
+            starts.push(starts.last().unwrap() + len);
+        }
+        let irregular = Axis::Edges(starts.clone().into());
+        let regular = positions(d, &Axis::Regular(chunk), |c| c * chunk);
+        assert_eq!(positions(d, &irregular, |c| starts[c as usize]), regular);
+        regular
+    }
+
+    fn positions(d: &DimSelection, axis: &Axis, start: impl Fn(u64) -> u64) -> Vec<i64> {
         let mut flat = Vec::new();
         let mut next_out = 0;
-        for s in d.chunk_spans(chunk, 0..d.len) {
+        for s in d.chunk_spans(axis, 0..d.len) {
             assert_eq!(s.out_start, next_out);
             assert_ne!(s.step, 0);
             next_out += s.count;
             for k in 0..s.count {
                 let within = s.start_in_chunk as i64 + k as i64 * s.step;
-                assert!((0..chunk as i64).contains(&within));
-                flat.push((s.chunk * chunk) as i64 + within);
+                assert!((0..axis.len(s.chunk) as i64).contains(&within));
+                flat.push(start(s.chunk) as i64 + within);
             }
         }
         flat

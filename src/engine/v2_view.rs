@@ -7,7 +7,8 @@
 //! and the root a consolidated `.zmetadata`. An array's v2 chunks are its
 //! read chunks (inner chunks when sharded), served decoded: uncompressed, C
 //! order, little-endian, edge chunks padded to the full chunk shape. Arrays
-//! the view cannot represent (raw `r*` types) are left out. `string` and
+//! the view cannot represent (raw `r*` types, rectilinear chunk grids) are
+//! left out. `string` and
 //! `variable_length_bytes` arrays are `|O` with the `vlen-utf8` or
 //! `vlen-bytes` filter, their chunks in that encoding.
 
@@ -66,9 +67,12 @@ fn v2_dtype(data_type: DataType) -> Option<(String, Value)> {
     }
 }
 
-/// The readable array at `node` the view can represent.
+/// The readable array at `node` the view can represent (not raw types,
+/// not rectilinear grids, which v2 has no form for).
 fn view_array(node: &Node) -> Option<&ArrayMetadata> {
-    node.array().ok().filter(|m| v2_dtype(m.data_type).is_some())
+    node.array()
+        .ok()
+        .filter(|m| v2_dtype(m.data_type).is_some() && m.chunk_grid.is_regular())
 }
 
 /// `.zarray` and `.zattrs` of an array in the view.

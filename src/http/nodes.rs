@@ -111,7 +111,7 @@ fn array_document(
     let v2 = meta.zarr_format() == 2;
     let rank = raw["shape"].as_array().map_or(0, Vec::len);
     let chunk_shape = match parsed {
-        Ok(m) => json!(m.chunk_grid.chunk_shape),
+        Ok(m) => m.chunk_shape_document(),
         Err(_) if v2 => raw.get("chunks").cloned().unwrap_or(Value::Null),
         Err(_) => raw
             .pointer("/chunk_grid/configuration/chunk_shape")
@@ -130,10 +130,7 @@ fn array_document(
         (raw["data_type"].clone(), codecs)
     };
     let (read_chunk_shape, grid_shape) = match parsed {
-        Ok(m) => (
-            json!(m.codecs.read_chunk_shape()),
-            json!(m.chunk_grid.grid_shape(&m.shape)),
-        ),
+        Ok(m) => (m.read_chunk_shape_document(), json!(m.chunk_grid.grid_shape(&m.shape))),
         Err(_) => (Value::Null, Value::Null),
     };
     let dimension_names = match (parsed, raw.get("dimension_names")) {

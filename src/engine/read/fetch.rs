@@ -69,15 +69,16 @@ impl Dataset {
             Some(read) => (Source::Encoded(read.data), read.info.etag),
             None => (Source::Fill, None),
         };
+        let codecs = plan.meta().codecs_at(&unit.coords).clone();
         let items = vec![Item {
             source,
-            placement: unit.part.placement(&plan.read_shape),
+            placement: unit.part.placement(&codecs.decoded_repr().shape),
             cache_as: None,
         }];
         Ok(Fetched {
             key,
             version,
-            codecs: plan.meta().codecs.clone(),
+            codecs,
             items,
         })
     }

@@ -95,15 +95,15 @@ impl Dataset {
         let mut keys = Vec::new();
         for slab in 0..plan.slab_count() {
             for unit in plan.units(slab) {
-                keys.push(self.chunk_key(plan, &unit.coords));
+                keys.push((self.chunk_key(plan, &unit.coords), unit.coords));
             }
         }
         keys.sort();
-        keys.dedup();
-        let sharding = plan.meta().codecs.partial_sharding();
+        keys.dedup_by(|a, b| a.0 == b.0);
+        let meta = plan.meta();
         let versions = futures::stream::iter(keys)
-            .map(|key| async move {
-                let version = match sharding {
+            .map(|(key, coords)| async move {
+                let version = match meta.codecs_at(&coords).partial_sharding() {
                     Some(codec) => self.shard_version(&key, codec).await?,
                     None => self.store.head(&key).await?.and_then(|i| i.etag),
                 };

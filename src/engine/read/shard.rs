@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::fetch::{check_pin, Fetched, Item, Pin, Source};
 use crate::engine::cache::CachedIndex;
+use crate::engine::chunk_grid::Axis;
 use crate::engine::codec::array_to_bytes::sharding::{IndexLocation, ShardIndex, ShardingCodec};
 use crate::engine::error::{Error, Result};
 use crate::engine::hierarchy::Dataset;
@@ -45,7 +46,17 @@ pub(super) struct Piece {
 /// read that decodes little ([`worth_keeping`]) keeps its inner chunks in
 /// the decoded-chunk cache and takes each shard in one piece, so that one
 /// version check covers a shard's cached chunks.
-pub(super) fn pieces(codec: &ShardingCodec, units: Vec<Unit>, per_piece: usize, keep_small: bool) -> Vec<Piece> {
+///
+/// `codec` is any shard's codec (inner chunks are alike in every shard);
+/// `per_shard` gives the number of inner chunks of the shard at `coords`
+/// (shards of a rectilinear grid differ).
+pub(super) fn pieces(
+    codec: &ShardingCodec,
+    per_shard: impl Fn(&[u64]) -> usize,
+    units: Vec<Unit>,
+    per_piece: usize,
+    keep_small: bool,
+) -> Vec<Piece> {
     let shards: Vec<(Vec<u64>, Vec<Unit>)> = units
         .into_iter()
         .map(|unit| {
@@ -55,11 +66,10 @@ pub(super) fn pieces(codec: &ShardingCodec, units: Vec<Unit>, per_piece: usize, 
         .collect();
     let keep = keep_small && worth_keeping(codec, shards.iter().map(|(_, needed)| needed.len()));
     let per_piece = if keep { usize::MAX } else { per_piece };
-    let per_shard = codec.chunks_per_shard().iter().product::<u64>() as usize;
     shards
         .into_iter()
         .flat_map(|(coords, needed)| {
-            let whole = needed.len() == per_shard;
+            let whole = needed.len() == per_shard(&coords);
             split(needed, if whole { usize::MAX } else { per_piece }).map(move |needed| Piece {
                 coords: coords.clone(),
                 needed,
@@ -364,7 +374,10 @@ impl Dataset {
 fn inner_units(codec: &ShardingCodec, unit: &Unit) -> Vec<Unit> {
     let inner_shape = codec.inner_shape();
     match &unit.part {
-        Part::Points(points) => point_units(points.iter().map(|(out, p)| (*out, &p[..])), inner_shape),
+        Part::Points(points) => {
+            let axes: Vec<Axis> = inner_shape.iter().map(|&n| Axis::Regular(n)).collect();
+            point_units(points.iter().map(|(out, p)| (*out, &p[..])), &axes)
+        }
         Part::Spans(dims) => {
             let inner_spans: Vec<Vec<ChunkSpan>> = dims
                 .iter()
@@ -374,7 +387,7 @@ fn inner_units(codec: &ShardingCodec, unit: &Unit) -> Vec<Unit> {
                         .iter()
                         .flat_map(|span| {
                             DimSelection::strided(span.start_in_chunk, span.step, span.count)
-                                .chunk_spans(inner, 0..span.count)
+                                .chunk_spans(&Axis::Regular(inner), 0..span.count)
                                 .into_iter()
                                 .map(|s| ChunkSpan {
                                     out_start: s.out_start + span.out_start,

@@ -36,6 +36,8 @@ struct Decoded {
     data: Option<Bytes>,
     placement: Placement,
     cache_as: Option<ChunkKey>,
+    /// The decoded unit's shape when units differ (else the plan's).
+    shape: Option<Vec<u64>>,
 }
 
 impl Dataset {
@@ -83,7 +85,6 @@ impl Dataset {
             ))),
             None => Target::Caller,
         };
-        let chunk_elements = plan.read_shape.iter().product::<u64>() as usize;
         let keep_small = plan.slab_count() == 1 && resources.caches.decoded_chunks.policy().max_capacity() > Some(0);
         let jobs = jobs(plan, slab, resources.read.batch_bytes, keep_small);
         let inline = jobs.len() <= 1;
@@ -92,7 +93,7 @@ impl Dataset {
                 let key = self.chunk_key(plan, job.coords());
                 let pin = pinned.map(|p| p.get(&key).cloned().flatten());
                 async move {
-                    match (&job, meta.codecs.partial_sharding()) {
+                    match (&job, meta.codecs_at(job.coords()).partial_sharding()) {
                         (Job::Piece(piece), Some(codec)) => self.fetch_shard(plan, codec, key, piece, pin).await,
                         (Job::Chunk(unit), _) => self.fetch_chunk(plan, key, unit, pin).await,
                         (Job::Piece(_), None) => unreachable!("pieces are of shards"),
@@ -121,12 +122,14 @@ impl Dataset {
                                 if out.len() != size {
                                     out = resources.buffers.take(size);
                                 }
+                                let src_shape = item.shape.as_deref().unwrap_or(&plan.read_shape);
                                 if let Some(gather) = variable.as_mut() {
-                                    let handles = data.clone().map(|d| gather.add(d, chunk_elements)).transpose()?;
-                                    item.placement.copy(handles.as_deref(), &plan.read_shape, &mut out, &shape, &FILL_HANDLE);
+                                    let elements = src_shape.iter().product::<u64>() as usize;
+                                    let handles = data.clone().map(|d| gather.add(d, elements)).transpose()?;
+                                    item.placement.copy(handles.as_deref(), src_shape, &mut out, &shape, &FILL_HANDLE);
                                 } else {
                                     let src = data.as_deref();
-                                    item.placement.copy(src, &plan.read_shape, &mut out, &shape, &meta.fill_value);
+                                    item.placement.copy(src, src_shape, &mut out, &shape, &meta.fill_value);
                                 }
                             }
                         }
@@ -196,12 +199,19 @@ impl Dataset {
         target: Target,
         plan: &ReadPlan,
     ) -> Result<Vec<Decoded>> {
-        let (read_shape, fill) = (plan.read_shape.clone(), plan.meta().fill_value.clone());
+        // The decoded unit's shape: the chain's (chunks of a rectilinear
+        // grid differ; inner chunks of shards and regular chunks do not).
+        let (read_shape, fill) = (codecs.decoded_repr().shape.clone(), plan.meta().fill_value.clone());
+        let varies = plan.read_shape.is_empty();
         let work = move || {
             let mut decoded = Vec::with_capacity(items.len());
             for item in items {
                 let item = match &target {
-                    Target::Caller => decode_item(&codecs, item)?,
+                    Target::Caller => {
+                        let mut item = decode_item(&codecs, item)?;
+                        item.shape = varies.then(|| read_shape.clone());
+                        item
+                    }
                     Target::Sink(sink) => {
                         let mut item = decode_item(&codecs, item)?;
                         sink_chunk(sink.as_ref(), item.data.as_deref(), &read_shape, &item.placement, &fill)?;
@@ -310,6 +320,7 @@ impl SharedSlab {
                     data: None,
                     placement: item.placement,
                     cache_as: None,
+                    shape: None,
                 })
             }
             _ => {
@@ -356,7 +367,12 @@ fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize, keep_small: bool) -> V
         Some(codec) => {
             let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes().max(1);
             let per_piece = (batch_bytes / inner_bytes).max(1);
-            shard::pieces(codec, units, per_piece, keep_small)
+            let meta = plan.meta();
+            let per_shard = |coords: &[u64]| {
+                let shard = meta.codecs_at(coords).partial_sharding().unwrap_or(codec);
+                shard.chunks_per_shard().iter().product::<u64>() as usize
+            };
+            shard::pieces(codec, per_shard, units, per_piece, keep_small)
                 .into_iter()
                 .map(Job::Piece)
                 .collect()
@@ -380,6 +396,7 @@ fn decode_item(codecs: &CodecChain, item: Item) -> Result<Decoded> {
         data,
         placement: item.placement,
         cache_as: item.cache_as,
+        shape: None,
     })
 }
 

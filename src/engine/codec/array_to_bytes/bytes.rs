@@ -72,7 +72,7 @@ impl BytesCodec {
     /// The first `encoded.len()` bytes of the chunk's elements (a whole
     /// number of elements), little-endian.
     pub(crate) fn decode_prefix(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
-        if encoded.len() > repr.size_bytes() || encoded.len() % repr.data_type.size() != 0 {
+        if encoded.len() > repr.size_bytes() || !encoded.len().is_multiple_of(repr.data_type.size()) {
             return Err(corrupt(format!(
                 "a prefix of {} bytes does not fit chunks of shape {:?} of {}",
                 encoded.len(),

@@ -101,7 +101,7 @@ impl NumType {
     pub(crate) fn read(&self, buf: &[u8], filter: &str) -> Result<Values> {
         self.check_real(filter)?;
         let size = self.size();
-        if buf.len() % size != 0 {
+        if !buf.len().is_multiple_of(size) {
             return Err(corrupt(format!(
                 "{filter}: {} bytes are not whole {} elements",
                 buf.len(),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write src/engine/render/colormaps.txt: the 256-entry RGB tables of the
+"""Write src/engine/compute/render/colormaps.txt: the 256-entry RGB tables of the
 colormaps `format=png` offers, taken from matplotlib (the version pinned in
 tests/python/requirements.txt). Run once; the output is committed.
 
@@ -18,7 +18,7 @@ NAMES = ["gray", "viridis", "plasma", "inferno", "magma", "cividis", "turbo", "c
 
 
 def main() -> None:
-    out = pathlib.Path(__file__).resolve().parent.parent / "src/engine/render/colormaps.txt"
+    out = pathlib.Path(__file__).resolve().parent.parent / "src/engine/compute/render/colormaps.txt"
     lines = [f"# 256-entry RGB tables from matplotlib {matplotlib.__version__}, written by scripts/colormaps.py"]
     for name in NAMES:
         cmap = matplotlib.colormaps[name].resampled(256)

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::engine::cache::ChunkKey;
-use crate::engine::codec::CodecChain;
 use crate::engine::error::{Error, Result};
-use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::{Placement, ReadPlan, Unit};
+use crate::engine::format::codec::CodecChain;
+use crate::engine::query::plan::{Placement, ReadPlan, Unit};
+use crate::engine::read::cache::ChunkKey;
+use crate::engine::read::hierarchy::Dataset;
 use crate::storage::{ByteRange, StoreError};
 
 /// The store versions (ETags) of every key a read used; `None` = absent.

@@ -12,6 +12,11 @@
 //!   budget;
 //! - [`sink`]: a read whose decoded blocks go to a consumer (a reduction)
 //!   instead of slabs.
+//! - `cache`, `decode_pool` and `resources`: every limit, pool and cache
+//!   of the process, built once from config;
+//! - `hierarchy`: datasets, opening nodes, listing children;
+//! - `coordinate`: the coordinates of a node's dimensions, read once, and
+//!   labels resolved to positions.
 
 mod fetch;
 mod shard;
@@ -19,19 +24,25 @@ mod sink;
 mod slab;
 mod stream;
 
+pub(crate) mod cache;
+mod coordinate;
+pub(crate) mod decode_pool;
+pub(crate) mod hierarchy;
+pub(crate) mod resources;
+
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 pub use fetch::Versions;
 pub(crate) use sink::BlockSink;
 
-use super::cf::MaskAndScale;
-use super::error::{Error, Result};
-use super::hierarchy::Dataset;
-use super::labels::LabelQuery;
-use super::plan::ReadPlan;
-use super::selection::Selection;
-use super::values::is_real;
+use crate::engine::error::{Error, Result};
+use crate::engine::format::values::is_real;
+use crate::engine::query::cf::MaskAndScale;
+use crate::engine::query::labels::LabelQuery;
+use crate::engine::query::plan::ReadPlan;
+use crate::engine::query::selection::Selection;
+use crate::engine::read::hierarchy::Dataset;
 use crate::storage::join;
 
 /// What a region read asks: positions, labels, and CF decoding.

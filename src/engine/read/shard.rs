@@ -11,13 +11,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::fetch::{check_pin, Fetched, Item, Pin, Source};
-use crate::engine::cache::CachedIndex;
-use crate::engine::chunk_grid::Axis;
-use crate::engine::codec::array_to_bytes::sharding::{IndexLocation, ShardIndex, ShardingCodec};
 use crate::engine::error::{Error, Result};
-use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::{point_units, units, Part, ReadPlan, Unit};
-use crate::engine::selection::{ChunkSpan, DimSelection};
+use crate::engine::format::chunk_grid::Axis;
+use crate::engine::format::codec::array_to_bytes::sharding::{IndexLocation, ShardIndex, ShardingCodec};
+use crate::engine::query::plan::{point_units, units, Part, ReadPlan, Unit};
+use crate::engine::query::selection::{ChunkSpan, DimSelection};
+use crate::engine::read::cache::CachedIndex;
+use crate::engine::read::hierarchy::Dataset;
 use crate::storage::{ByteRange, StoreError};
 
 /// Reads that decode at most this many bytes of inner chunks keep them in

@@ -2,9 +2,9 @@
 //! slabs: a reduction folds every chunk's part on the decoding thread that
 //! decoded it, so it holds no slab and copies nothing it can read in place.
 
-use crate::engine::copy::{copy_block, Block};
 use crate::engine::error::Result;
-use crate::engine::plan::Placement;
+use crate::engine::format::copy::{copy_block, Block};
+use crate::engine::query::plan::Placement;
 
 /// Takes the blocks of a read, in any order and from any decoding thread.
 pub(crate) trait BlockSink: Send + Sync {

@@ -17,14 +17,14 @@ use super::fetch::{Item, Source, Versions};
 use super::shard::{self, Piece};
 use super::sink::{sink_chunk, BlockSink};
 use crate::buffer_pool::{self, BufferPool};
-use crate::engine::cache::ChunkKey;
-use crate::engine::codec::CodecChain;
-use crate::engine::copy::Destination;
-use crate::engine::decode_pool::Priority;
 use crate::engine::error::{Error, Result};
-use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::{Placement, ReadPlan, Unit};
-use crate::engine::vlen::{Gather, FILL_HANDLE};
+use crate::engine::format::codec::CodecChain;
+use crate::engine::format::copy::Destination;
+use crate::engine::format::vlen::{Gather, FILL_HANDLE};
+use crate::engine::query::plan::{Placement, ReadPlan, Unit};
+use crate::engine::read::cache::ChunkKey;
+use crate::engine::read::decode_pool::Priority;
+use crate::engine::read::hierarchy::Dataset;
 
 /// A chunk is decoded only up to the last element a read needs when that
 /// spares at least this many bytes: a zstd block (the unit a stream stops
@@ -415,7 +415,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::plan::ReadOptions;
+    use crate::engine::query::plan::ReadOptions;
     use crate::engine::{ResourceOptions, Resources, Selection};
     use crate::storage::{Store, StoreOptions};
 

@@ -18,8 +18,8 @@ use tokio_util::task::AbortOnDropHandle;
 use super::fetch::Versions;
 use crate::buffer_pool;
 use crate::engine::error::{Error, Result};
-use crate::engine::hierarchy::Dataset;
-use crate::engine::plan::ReadPlan;
+use crate::engine::query::plan::ReadPlan;
+use crate::engine::read::hierarchy::Dataset;
 
 impl Dataset {
     /// The slabs of `plan` in order, each read pinned to `versions` (a key

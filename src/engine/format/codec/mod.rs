@@ -1,0 +1,461 @@
+//! The codec pipeline, in the spec's three kinds.
+//!
+//! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/core/v3.0.html#codecs>.
+//! A chain is zero or more array->array codecs, exactly one array->bytes
+//! codec, then zero or more bytes->bytes codecs. The chain is built and
+//! validated once per array ([`CodecChain::from_json`]) with the chunk
+//! representation each codec sees resolved up front, so decoding only runs
+//! the codecs.
+
+pub mod array_to_array;
+pub mod array_to_bytes;
+pub mod bytes_to_bytes;
+pub(crate) mod numcodecs;
+pub(crate) mod v2;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use self::array_to_array::ArrayToArrayCodec;
+use self::array_to_bytes::bytes::Endian;
+use self::array_to_bytes::sharding::ShardingCodec;
+use self::array_to_bytes::ArrayToBytesCodec;
+use self::bytes_to_bytes::BytesToBytesCodec;
+use self::numcodecs::{Numcodec, V3_PREFIX};
+use self::v2::FilterStack;
+use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::format::data_type::DataType;
+use crate::engine::format::json::name_and_configuration;
+
+/// What a codec sees of a chunk: its shape, element type and fill value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkRepr {
+    /// Chunk shape.
+    pub shape: Vec<u64>,
+    /// Element type.
+    pub data_type: DataType,
+    /// One element's little-endian bytes.
+    pub fill_value: Vec<u8>,
+}
+
+impl ChunkRepr {
+    /// A chunk representation.
+    pub fn new(shape: Vec<u64>, data_type: DataType, fill_value: Vec<u8>) -> Self {
+        Self {
+            shape,
+            data_type,
+            fill_value,
+        }
+    }
+
+    /// Elements in the chunk.
+    pub(crate) fn num_elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Decoded size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.num_elements() as usize * self.data_type.size()
+    }
+
+    /// A decoded chunk holding only the fill value.
+    pub(crate) fn fill_chunk(&self) -> Bytes {
+        Bytes::from(self.fill_value.repeat(self.num_elements() as usize))
+    }
+}
+
+/// The step of a chain that turns elements into bytes: a v3 array -> bytes
+/// codec, or a Zarr v2 array's filters and byte order.
+#[derive(Debug, Clone)]
+enum Serializer {
+    Codec(ArrayToBytesCodec),
+    V2(FilterStack),
+}
+
+impl Serializer {
+    fn encoded_size(&self, repr: &ChunkRepr) -> Option<usize> {
+        match self {
+            Self::Codec(c) => c.encoded_size(repr),
+            Self::V2(f) => f.encoded_size(repr),
+        }
+    }
+
+    fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+        match self {
+            Self::Codec(c) => c.decode(encoded, repr),
+            Self::V2(f) => f.decode(encoded, repr),
+        }
+    }
+}
+
+/// One codec of a `codecs` list, by its kind.
+enum Kind {
+    ArrayToArray(ArrayToArrayCodec),
+    ArrayToBytes(ArrayToBytesCodec),
+    BytesToBytes(BytesToBytesCodec),
+}
+
+impl Kind {
+    /// The codec named `name` for chunks of `repr`.
+    fn from_json(name: &str, config: Option<&serde_json::Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
+        if let Some(id) = name.strip_prefix(V3_PREFIX) {
+            return Ok(match Numcodec::from_v3(id, config)? {
+                Numcodec::Filter(_) => Kind::ArrayToArray(ArrayToArrayCodec::numcodecs(id, config, repr)?),
+                Numcodec::Bytes(b) => Kind::BytesToBytes(b),
+                Numcodec::Elements(e) => Kind::ArrayToBytes(ArrayToBytesCodec::Elements(e)),
+            });
+        }
+        if let Some(a2a) = ArrayToArrayCodec::from_json(name, config, repr)? {
+            return Ok(Kind::ArrayToArray(a2a));
+        }
+        if let Some(a2b) = ArrayToBytesCodec::from_json(name, config, repr)? {
+            return Ok(Kind::ArrayToBytes(a2b));
+        }
+        match BytesToBytesCodec::from_json(name, config)? {
+            Some(b2b) => Ok(Kind::BytesToBytes(b2b)),
+            None => Err(Error::Unsupported(format!("codec \"{name}\""))),
+        }
+    }
+}
+
+/// A validated chain of codecs, resolved for one chunk representation.
+#[derive(Debug, Clone)]
+pub struct CodecChain {
+    array_to_array: Vec<(ArrayToArrayCodec, ChunkRepr)>,
+    array_to_bytes: Serializer,
+    /// The representation the array->bytes codec encodes.
+    array_to_bytes_repr: ChunkRepr,
+    bytes_to_bytes: Vec<BytesToBytesCodec>,
+    /// Size of the bytes each bytes->bytes codec decodes to, when fixed.
+    decoded_sizes: Vec<Option<usize>>,
+    decoded_repr: ChunkRepr,
+}
+
+impl CodecChain {
+    /// Build the chain described by a `codecs` list for chunks of `repr`.
+    pub fn from_json(codecs: &Value, repr: &ChunkRepr) -> Result<Self> {
+        let list = codecs
+            .as_array()
+            .ok_or_else(|| corrupt(format!("codecs {codecs} is not a list")))?;
+        let mut array_to_array = Vec::new();
+        let mut array_to_bytes = None;
+        let mut bytes_to_bytes = Vec::new();
+        let mut current = repr.clone();
+        for codec in list {
+            let (name, config) = name_and_configuration(codec, "codec")?;
+            match Kind::from_json(name, config, &current)? {
+                Kind::ArrayToArray(a2a) => {
+                    if array_to_bytes.is_some() {
+                        return Err(corrupt(format!(
+                            "codecs: array->array codec \"{name}\" after the array->bytes codec"
+                        )));
+                    }
+                    let next = a2a.encoded_repr(&current);
+                    array_to_array.push((a2a, current));
+                    current = next;
+                }
+                Kind::ArrayToBytes(a2b) => {
+                    if array_to_bytes.is_some() {
+                        return Err(corrupt(format!("codecs: a second array->bytes codec \"{name}\"")));
+                    }
+                    array_to_bytes = Some(a2b);
+                }
+                Kind::BytesToBytes(b2b) => {
+                    if array_to_bytes.is_none() {
+                        return Err(corrupt(format!(
+                            "codecs: bytes->bytes codec \"{name}\" before the array->bytes codec"
+                        )));
+                    }
+                    bytes_to_bytes.push(b2b);
+                }
+            }
+        }
+        let array_to_bytes = array_to_bytes
+            .map(Serializer::Codec)
+            .ok_or_else(|| corrupt(format!("codecs {codecs} has no array->bytes codec")))?;
+        Ok(Self::assemble(
+            array_to_array,
+            array_to_bytes,
+            current,
+            bytes_to_bytes,
+            repr,
+        ))
+    }
+
+    /// The chain of a Zarr v2 array whose chunks decode to `repr`: order
+    /// `F` as a transpose, then the `filters` and the dtype's byte order
+    /// `endian`, then the `compressor` (numcodecs configurations; null for
+    /// none).
+    pub(crate) fn from_v2(
+        filters: Option<&Value>,
+        compressor: Option<&Value>,
+        endian: Endian,
+        fortran_order: bool,
+        repr: &ChunkRepr,
+    ) -> Result<Self> {
+        let mut array_to_array = Vec::new();
+        let mut current = repr.clone();
+        if fortran_order && repr.shape.len() > 1 {
+            let config = serde_json::json!({"order": "F"});
+            let codec = ArrayToArrayCodec::from_json("transpose", config.as_object(), &current)?
+                .expect("transpose is an array->array codec");
+            let next = codec.encoded_repr(&current);
+            array_to_array.push((codec, current));
+            current = next;
+        }
+        // A compressor that is a bytes -> bytes codec stays one (so zstd
+        // decodes prefixes and into reused buffers); any other runs as the
+        // last filter.
+        let (bytes_to_bytes, last) = match compressor {
+            None | Some(Value::Null) => (Vec::new(), None),
+            Some(config) => match Numcodec::from_json(config, "compressor")? {
+                Numcodec::Bytes(b2b) => (vec![b2b], None),
+                other => (Vec::new(), Some(other)),
+            },
+        };
+        let array_to_bytes = Serializer::V2(FilterStack::from_json(filters, endian, &current, last)?);
+        Ok(Self::assemble(
+            array_to_array,
+            array_to_bytes,
+            current,
+            bytes_to_bytes,
+            repr,
+        ))
+    }
+
+    /// A chain from its validated parts; `current` is what the array->bytes
+    /// codec encodes.
+    fn assemble(
+        array_to_array: Vec<(ArrayToArrayCodec, ChunkRepr)>,
+        array_to_bytes: Serializer,
+        current: ChunkRepr,
+        bytes_to_bytes: Vec<BytesToBytesCodec>,
+        repr: &ChunkRepr,
+    ) -> Self {
+        let mut decoded_sizes = Vec::with_capacity(bytes_to_bytes.len());
+        let mut size = array_to_bytes.encoded_size(&current);
+        for b2b in &bytes_to_bytes {
+            decoded_sizes.push(size);
+            size = size.and_then(|s| b2b.encoded_size(s));
+        }
+        Self {
+            array_to_array,
+            array_to_bytes,
+            array_to_bytes_repr: current,
+            bytes_to_bytes,
+            decoded_sizes,
+            decoded_repr: repr.clone(),
+        }
+    }
+
+    /// The representation this chain decodes to.
+    pub(crate) fn decoded_repr(&self) -> &ChunkRepr {
+        &self.decoded_repr
+    }
+
+    /// The encoded size, when every codec's output size is fixed.
+    pub(crate) fn encoded_size(&self) -> Option<usize> {
+        let mut size = self.array_to_bytes.encoded_size(&self.array_to_bytes_repr)?;
+        for b2b in &self.bytes_to_bytes {
+            size = b2b.encoded_size(size)?;
+        }
+        Some(size)
+    }
+
+    /// The sharding codec, when it is the whole chain (no other codec around
+    /// it), so that inner chunks can be read from byte ranges of the shard.
+    pub(crate) fn partial_sharding(&self) -> Option<&ShardingCodec> {
+        match &self.array_to_bytes {
+            Serializer::Codec(ArrayToBytesCodec::Sharding(s))
+                if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() =>
+            {
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    /// The shape of the smallest independently decodable unit: the inner
+    /// chunk when sharded (recursively), else the chunk.
+    pub fn read_chunk_shape(&self) -> Vec<u64> {
+        match self.partial_sharding() {
+            Some(s) => s.inner_codecs().read_chunk_shape(),
+            None => self.decoded_repr.shape.clone(),
+        }
+    }
+
+    /// Decode an encoded chunk into its C-order, little-endian elements.
+    ///
+    /// Errors are [`Error::Corrupt`] without a key; callers attach it.
+    pub fn decode(&self, encoded: Bytes) -> Result<Bytes> {
+        self.decode_up_to(encoded, None)
+    }
+
+    /// The first `prefix` bytes of the decoded chunk (a whole number of
+    /// elements, C order, little-endian), decoding no further than needed
+    /// where the chain allows: `bytes`, then `zstd`, then only `crc32c`
+    /// (verified whole as always). Any other chain decodes the whole chunk
+    /// and returns all of it.
+    pub fn decode_prefix(&self, encoded: Bytes, prefix: usize) -> Result<Bytes> {
+        self.decode_up_to(encoded, Some(prefix).filter(|_| self.prefix_decodable()))
+    }
+
+    /// Decode like [`CodecChain::decode`] and hand the elements to `take`.
+    /// Where the chain allows (`bytes` with nothing to swap, then `zstd` of
+    /// a known size, then only `crc32c`), the elements are decoded into
+    /// `scratch`, a buffer reused from chunk to chunk, which stays in the
+    /// cache for `take` and costs no allocation.
+    pub(crate) fn decode_with<T>(
+        &self,
+        encoded: Bytes,
+        scratch: &mut Vec<u8>,
+        take: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T> {
+        let expected = self.decoded_sizes.first().copied().flatten();
+        let (Some(expected), true) = (expected, self.scratch_decodable()) else {
+            return Ok(take(&self.decode(encoded)?));
+        };
+        let mut bytes = encoded;
+        for (b2b, size) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).skip(1).rev() {
+            bytes = b2b.decode(bytes, *size)?;
+        }
+        let BytesToBytesCodec::Zstd(zstd) = &self.bytes_to_bytes[0] else {
+            unreachable!("checked by scratch_decodable")
+        };
+        zstd.decode_into(&bytes, expected, scratch)?;
+        Ok(take(scratch))
+    }
+
+    /// Whether [`CodecChain::decode_with`] can decode into its scratch buffer.
+    fn scratch_decodable(&self) -> bool {
+        let identity = match &self.array_to_bytes {
+            Serializer::Codec(ArrayToBytesCodec::Bytes(codec)) => codec.is_identity(&self.array_to_bytes_repr),
+            _ => false,
+        };
+        identity && self.prefix_decodable() && self.decoded_sizes[0] == Some(self.array_to_bytes_repr.size_bytes())
+    }
+
+    /// Whether the decoded chunk's leading bytes come from the leading
+    /// bytes of one zstd stream: no array->array codec, `bytes`, then `zstd`
+    /// innermost and only `crc32c` outside it.
+    fn prefix_decodable(&self) -> bool {
+        self.array_to_array.is_empty()
+            && matches!(self.array_to_bytes, Serializer::Codec(ArrayToBytesCodec::Bytes(_)))
+            && matches!(self.bytes_to_bytes.first(), Some(BytesToBytesCodec::Zstd(_)))
+            && self.bytes_to_bytes[1..]
+                .iter()
+                .all(|c| matches!(c, BytesToBytesCodec::Crc32c(_)))
+    }
+
+    /// Decode, the innermost zstd codec stopping after `prefix` bytes when
+    /// given (and when its frame allows, see [`bytes_to_bytes::zstd::ZstdCodec::decode_prefix`]).
+    fn decode_up_to(&self, encoded: Bytes, prefix: Option<usize>) -> Result<Bytes> {
+        let mut bytes = encoded;
+        let mut partial = false;
+        for (i, (b2b, size)) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).enumerate().rev() {
+            bytes = match (b2b, prefix, size) {
+                (BytesToBytesCodec::Zstd(zstd), Some(prefix), Some(full)) if i == 0 => {
+                    match zstd.decode_prefix(&bytes, *full, prefix)? {
+                        Some(part) => {
+                            partial = true;
+                            Bytes::from(part)
+                        }
+                        None => b2b.decode(bytes, *size)?,
+                    }
+                }
+                _ => b2b.decode(bytes, *size)?,
+            };
+        }
+        let mut array = match &self.array_to_bytes {
+            Serializer::Codec(ArrayToBytesCodec::Bytes(codec)) if partial => {
+                codec.decode_prefix(bytes, &self.array_to_bytes_repr)?
+            }
+            a2b => a2b.decode(bytes, &self.array_to_bytes_repr)?,
+        };
+        for (a2a, repr) in self.array_to_array.iter().rev() {
+            array = a2a.decode(array, repr)?;
+        }
+        Ok(array)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn repr(shape: &[u64], dt: DataType) -> ChunkRepr {
+        ChunkRepr::new(shape.to_vec(), dt, vec![0; dt.size()])
+    }
+
+    /// Decoding into a reused buffer gives what a plain decode gives, for
+    /// the chains it takes (`bytes` little-endian, `zstd`, `crc32c`) and
+    /// those it passes to the plain decode (big-endian, other codecs).
+    #[test]
+    fn decode_with_a_reused_buffer_equals_decode() {
+        let r = repr(&[16, 32], DataType::UInt16);
+        let elements: Vec<u8> = (0..512u16).flat_map(|i| (i * 7919).to_le_bytes()).collect();
+        let swapped: Vec<u8> = elements.chunks(2).flat_map(|e| [e[1], e[0]]).collect();
+        let zstd = zstd::bulk::compress(&elements, 1).unwrap();
+        let mut checked = zstd::bulk::compress(&elements, 1).unwrap();
+        checked.extend(crc32c::crc32c(&checked).to_le_bytes());
+        let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let be = json!({"name": "bytes", "configuration": {"endian": "big"}});
+        let cases = [
+            (json!([le, {"name": "zstd"}]), zstd.clone(), true),
+            (json!([le, {"name": "zstd"}, {"name": "crc32c"}]), checked, true),
+            (
+                json!([be, {"name": "zstd"}]),
+                zstd::bulk::compress(&swapped, 1).unwrap(),
+                false,
+            ),
+            (json!([le]), elements.clone(), false),
+        ];
+        for (codecs, encoded, scratch_used) in cases {
+            let chain = CodecChain::from_json(&codecs, &r).unwrap();
+            assert_eq!(chain.scratch_decodable(), scratch_used, "{codecs}");
+            let plain = chain.decode(Bytes::from(encoded.clone())).unwrap();
+            assert_eq!(plain, elements, "{codecs}");
+            for mut scratch in [Vec::new(), vec![1u8; 3], vec![2u8; 4096]] {
+                let got = chain.decode_with(Bytes::from(encoded.clone()), &mut scratch, <[u8]>::to_vec);
+                assert_eq!(got.unwrap(), elements, "{codecs}");
+                let cut = chain.decode_with(
+                    Bytes::from(encoded[..encoded.len() - 1].to_vec()),
+                    &mut scratch,
+                    <[u8]>::len,
+                );
+                assert!(cut.is_err(), "{codecs}: a truncated chunk is an error");
+            }
+        }
+    }
+
+    #[test]
+    fn chain_order_is_enforced() {
+        let r = repr(&[4], DataType::UInt16);
+        let bad = [
+            json!([]),
+            json!([{"name": "gzip", "configuration": {"level": 1}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
+            json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "bytes", "configuration": {"endian": "little"}}]),
+            json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "transpose", "configuration": {"order": [0]}}]),
+        ];
+        for codecs in bad {
+            assert!(
+                matches!(CodecChain::from_json(&codecs, &r), Err(Error::Corrupt { .. })),
+                "{codecs}"
+            );
+        }
+        let unknown = json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "foo_codec"}]);
+        let err = CodecChain::from_json(&unknown, &r).unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported(m) if m.contains("foo_codec")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bare_name_codecs_are_accepted() {
+        let r = repr(&[4], DataType::UInt8);
+        let chain = CodecChain::from_json(&json!(["bytes", "crc32c"]), &r).unwrap();
+        assert_eq!(chain.encoded_size(), Some(8));
+    }
+}

@@ -1,0 +1,116 @@
+//! The array -> bytes step of a Zarr v2 array: its `filters` and its
+//! dtype's byte order.
+//!
+//! Spec: <https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html#filters>.
+//! A v2 chunk is encoded as `compressor.encode(filters[n-1].encode(...
+//! filters[0].encode(array bytes in the dtype's byte order and the array's
+//! order)))`. The chain built for a v2 array (`CodecChain::from_v2`) is
+//! `transpose` (order `F`), then this step, then the compressor as a
+//! bytes -> bytes codec: decoding runs the filters in reverse, then turns
+//! the dtype's byte order into little-endian. Any numcodecs codec may be a
+//! filter (kerchunk's HDF5 translation puts `zlib` there) and any may be the
+//! compressor; a compressor that is not a bytes -> bytes codec (`delta`,
+//! `pcodec`) becomes the last filter.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::array_to_bytes::bytes::{BytesCodec, Endian};
+use super::array_to_bytes::vlen::VlenCodec;
+use super::numcodecs::Numcodec;
+use super::ChunkRepr;
+use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::format::data_type::DataType;
+use crate::engine::format::json::numcodecs_id;
+
+/// A v2 array's filters and byte order.
+#[derive(Debug, Clone)]
+pub(crate) struct FilterStack {
+    /// In the order written (applied in reverse when decoding), each with
+    /// the element type it encodes (a filter's output is another type;
+    /// after a bytes codec, `uint8`).
+    filters: Vec<(Numcodec, DataType)>,
+    /// The dtype's byte order.
+    bytes: BytesCodec,
+    /// For object arrays, the first filter: `vlen-utf8` or `vlen-bytes`,
+    /// which turns elements into bytes.
+    vlen: Option<VlenCodec>,
+}
+
+impl FilterStack {
+    /// The `filters` list (null or a list of numcodecs configurations) for
+    /// elements of `repr` stored in `endian` byte order, and a compressor
+    /// that is not a bytes -> bytes codec, which runs after them.
+    pub(crate) fn from_json(
+        filters: Option<&Value>,
+        endian: Endian,
+        repr: &ChunkRepr,
+        last: Option<Numcodec>,
+    ) -> Result<Self> {
+        let mut list = match filters {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(list)) => &list[..],
+            Some(other) => return Err(corrupt(format!("filters {other} is neither null nor a list"))),
+        };
+        let mut vlen = None;
+        if repr.data_type.is_variable() {
+            let first = list
+                .first()
+                .ok_or_else(|| Error::Unsupported("dtype \"|O\" without an object codec filter".into()))?;
+            vlen = Some(VlenCodec::new(numcodecs_id(first, "filter")?.0, repr)?);
+            list = &list[1..];
+        }
+        let mut codecs: Vec<Numcodec> = list
+            .iter()
+            .map(|f| Numcodec::from_json(f, "filter"))
+            .collect::<Result<_>>()?;
+        codecs.extend(last);
+        let mut data_type = repr.data_type;
+        let mut filters = Vec::with_capacity(codecs.len());
+        for codec in codecs {
+            let input = data_type;
+            data_type = match &codec {
+                Numcodec::Filter(f) => f.encoded_type(data_type),
+                Numcodec::Bytes(_) | Numcodec::Elements(_) => DataType::UInt8,
+            };
+            filters.push((codec, input));
+        }
+        Ok(Self {
+            filters,
+            bytes: BytesCodec::new(endian, repr),
+            vlen,
+        })
+    }
+
+    /// The size of the encoded data, when the filters fix it.
+    pub(crate) fn encoded_size(&self, repr: &ChunkRepr) -> Option<usize> {
+        if self.vlen.is_some() {
+            return None;
+        }
+        let mut size = repr.size_bytes();
+        for (filter, _) in &self.filters {
+            size = match filter {
+                Numcodec::Filter(f) => f.encoded_size(size)?,
+                Numcodec::Bytes(b) => b.encoded_size(size)?,
+                Numcodec::Elements(_) => return None,
+            };
+        }
+        Some(size)
+    }
+
+    /// Decode into C-order (of the encoded layout) little-endian elements of `repr`.
+    pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+        let mut data = encoded;
+        for (filter, data_type) in self.filters.iter().rev() {
+            data = match filter {
+                Numcodec::Filter(f) => Bytes::from(f.decode(&data)?),
+                Numcodec::Bytes(b) => b.decode(data, None)?,
+                Numcodec::Elements(e) => Bytes::from(e.decode(&data, *data_type, None)?),
+            };
+        }
+        match &self.vlen {
+            Some(vlen) => vlen.decode(data, repr),
+            None => self.bytes.decode(data, repr),
+        }
+    }
+}

@@ -12,7 +12,7 @@ start_server "$ZARR_FIXTURES/data.zarr"
 "$PY" -m pytest -q tests/python
 echo "explorer screenshot (headless Chromium): ${ZS_ARTIFACTS:-$ROOT/artifacts}/explorer-array.png"
 step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
-"${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py
+"${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py tests/python/test_codecs_http.py
 PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"
 step "interop: a client generated from openapi.yaml calls GET and POST"
 bash tests/python/run_openapi_client.sh "$TEST_SERVER_URL"

@@ -68,6 +68,9 @@ pub struct Config {
     pub log_level: String,
     /// Largest decoded response, in bytes (413 above it).
     pub max_response_bytes: u64,
+    /// Most bytes one map tile may decode (413 above it, naming a zoom at
+    /// which a tile would not).
+    pub tile_read_limit_bytes: u64,
     /// Largest `binary` or `npy` data response compressed on request;
     /// larger ones are sent as they are (identity).
     pub compress_max_bytes: u64,
@@ -129,6 +132,7 @@ impl Default for Config {
             log_format: "text".into(),
             log_level: "info".into(),
             max_response_bytes: 2 << 30,
+            tile_read_limit_bytes: 256 << 20,
             compress_max_bytes: 16 << 20,
             request_timeout_secs: 60.0,
             store_timeout_secs: 30.0,
@@ -323,6 +327,7 @@ impl Config {
         }
         for (name, n) in [
             ("slab_bytes", self.slab_bytes),
+            ("tile_read_limit_bytes", self.tile_read_limit_bytes),
             ("slab_budget_bytes", self.slab_budget_bytes),
             ("stream_bytes_in_flight", self.stream_bytes_in_flight),
         ] {

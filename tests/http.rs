@@ -1240,7 +1240,8 @@ async fn codecs_rectilinear_and_bytes_over_http() {
         "{sharded}"
     );
     // Reads: the whole array and a window across irregular edges.
-    let want = expected("../codecs/expected/rectilinear/r2d_missing.bin");
+    let want =
+        std::fs::read(common::repo().join("tests/fixtures/codecs/expected/rectilinear/r2d_missing.bin")).unwrap();
     let whole = get(&server, "/v1/datasets/codecs/data/rectilinear/r2d_missing").await;
     assert_eq!(whole.status(), 200);
     assert_eq!(whole.bytes().await.unwrap().to_vec(), want);

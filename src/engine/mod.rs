@@ -36,11 +36,13 @@ pub(crate) use format::metadata_v2::{
 };
 pub use format::time::{TimeUnit, Unit, NAT};
 pub use format::{codec, copy, values, vlen};
+pub use query::geo;
 pub use query::labels;
 pub use query::node::Node;
 pub use query::plan::{ReadOptions, ReadPlan};
 pub use query::selection::{SelectValue, Selection};
 pub use read::cache::{CacheOptions, CacheStats, Caches};
+pub use read::geo::{GeoVariable, Raster};
 pub use read::hierarchy::{Child, Dataset};
 pub use read::resources::{ResourceOptions, Resources};
 pub use read::{ReadQuery, Versions};

@@ -11,6 +11,7 @@ mod passthrough;
 mod problem;
 mod query;
 mod stall;
+mod tiles;
 mod view;
 
 use std::collections::BTreeMap;
@@ -52,6 +53,9 @@ pub struct AppState {
     resources: Arc<Resources>,
     metrics: Arc<Metrics>,
     max_response_bytes: u64,
+    tile_read_limit_bytes: u64,
+    /// Default colour ranges of map variables, kept for `metadata_ttl`.
+    tile_ranges: moka::future::Cache<String, Option<(f64, f64)>>,
     compress_max_bytes: u64,
     request_timeout: Duration,
     cors_origins: Vec<String>,
@@ -84,6 +88,11 @@ impl AppState {
             resources,
             metrics: Arc::default(),
             max_response_bytes: config.max_response_bytes,
+            tile_read_limit_bytes: config.tile_read_limit_bytes,
+            tile_ranges: moka::future::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
+                .build(),
             compress_max_bytes: config.compress_max_bytes,
             request_timeout: Duration::from_secs_f64(config.request_timeout_secs),
             cors_origins: config.cors_origins.clone(),
@@ -175,7 +184,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.yaml", get(ops::openapi));
-    compressed.merge(plain).merge(explorer::routes())
+    compressed.merge(plain).merge(explorer::routes()).merge(tiles::routes())
 }
 
 /// The largest POST body of a region read.

@@ -175,6 +175,51 @@ fn list_items(text: &str) -> Vec<String> {
     text.split(',').map(|s| s.trim().to_string()).collect()
 }
 
+/// The query parameters of a map tile and a TileJSON document.
+const TILE_PARAMETERS: [&str; 6] = ["variable", "colormap", "rescale", "nodata", "sel", "sel_method"];
+
+/// What a map tile asks: the variable, the other dimensions' labels, the
+/// rendering.
+#[derive(Debug, Default)]
+pub(super) struct TileQuery {
+    /// `variable`: the array's path.
+    pub(super) variable: String,
+    /// `sel`, `sel_method`.
+    pub(super) labels: crate::engine::labels::LabelQuery,
+    /// `rescale`, `colormap`, `nodata`.
+    pub(super) render: RenderRequest,
+}
+
+impl TileQuery {
+    /// Parse a tile's query string; `variable` is required.
+    pub(super) fn parse(query: Option<&str>) -> Result<Self, ApiError> {
+        let mut out = TileQuery::default();
+        let mut seen: Vec<std::borrow::Cow<str>> = Vec::new();
+        for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            if !TILE_PARAMETERS.contains(&key.as_ref()) {
+                return Err(unknown_parameter(&key, &TILE_PARAMETERS));
+            }
+            if key != "sel" && seen.contains(&key) {
+                return Err(bad(format!("query parameter '{key}' given more than once")));
+            }
+            seen.push(key.clone());
+            match key.as_ref() {
+                "variable" => out.variable = value.trim_start_matches('/').to_string(),
+                "sel" => out.labels.sel.push(parse_sel(&value)?),
+                "sel_method" => out.labels.method = parse_method(&value)?,
+                "rescale" => out.render.rescale = Some(value.into_owned()),
+                "colormap" => out.render.colormap = Some(value.into_owned()),
+                "nodata" => out.render.nodata = Some(value.into_owned()),
+                _ => unreachable!("checked above"),
+            }
+        }
+        if out.variable.is_empty() {
+            return Err(bad("query parameter 'variable' (the array's path) is required"));
+        }
+        Ok(out)
+    }
+}
+
 /// 400 for an unknown query parameter, naming it and the known ones.
 pub(super) fn unknown_parameter(name: &str, known: &[&str]) -> ApiError {
     let takes = if known.is_empty() {

@@ -90,6 +90,8 @@ pub struct Coordinate {
     order: Order,
     /// A CF time encoding whose calendar label selection must accept.
     time: Option<TimeEncoding>,
+    /// The coordinate array's attributes (`axis`, `units`, ...).
+    attributes: Value,
 }
 
 /// A comparable label value.
@@ -156,7 +158,39 @@ impl Coordinate {
             labels,
             order,
             time: time.filter(|_| meta.data_type != DataType::String),
+            attributes: attributes.clone(),
         })
+    }
+
+    /// The coordinate array's attributes.
+    pub(crate) fn attributes(&self) -> &Value {
+        &self.attributes
+    }
+
+    /// The labels as numbers, when they are plain numbers.
+    pub(crate) fn numbers(&self) -> Option<&[f64]> {
+        match &self.labels {
+            Labels::Numbers(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether the labels are instants (datetimes or CF time units).
+    pub(crate) fn is_time(&self) -> bool {
+        matches!(self.labels, Labels::Instants(_))
+    }
+
+    /// The position of the latest instant (the last position otherwise).
+    pub(crate) fn latest(&self) -> u64 {
+        match &self.labels {
+            Labels::Instants(v) => v
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| t.map(|t| (t, i)))
+                .max()
+                .map_or(v.len().saturating_sub(1), |(_, i)| i) as u64,
+            _ => self.len().saturating_sub(1) as u64,
+        }
     }
 
     fn len(&self) -> usize {
@@ -405,6 +439,7 @@ mod tests {
             labels,
             order,
             time: None,
+            attributes: Value::Null,
         }
     }
 
@@ -463,6 +498,7 @@ mod tests {
             order: order_of(&labels),
             labels,
             time: None,
+            attributes: Value::Null,
         };
         assert_eq!(c.point(&Label::Text("Oslo".into()), Method::Exact).unwrap(), 1);
         assert!(c.point(&Label::Text("Oslo".into()), Method::Nearest).is_err());
@@ -473,6 +509,7 @@ mod tests {
             order: order_of(&labels),
             labels,
             time: None,
+            attributes: Value::Null,
         };
         assert_eq!(c.point(&Label::Text("2020-01-05".into()), Method::Exact).unwrap(), 4);
         assert_eq!(

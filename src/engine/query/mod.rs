@@ -7,9 +7,12 @@
 //!   coordinate;
 //! - `node`: a node with its metadata (and its coordinates, once read);
 //! - `plan`: which chunks a selection touches and how the result is cut
-//!   into slabs.
+//!   into slabs;
+//! - [`geo`]: geographic arrays (3.2): X/Y/T/Z dimensions, cells, tile
+//!   matrix sets and the grid rows and columns a map raster samples.
 
 pub(crate) mod cf;
+pub mod geo;
 pub mod labels;
 pub(crate) mod node;
 pub(crate) mod plan;

@@ -245,6 +245,43 @@ impl ReadPlan {
         &self.node
     }
 
+    /// Bytes of the read units (inner chunks when sharded, else chunks)
+    /// this read decodes, each counted once: what a decoding budget
+    /// (`tile_read_limit_bytes`) measures, known before reading.
+    pub fn decoded_bytes(&self) -> u64 {
+        let meta = self.meta();
+        let unit_elements = match self.read_shape.is_empty() {
+            false => self.read_shape.iter().product::<u64>(),
+            true => meta
+                .chunk_grid
+                .distinct_shapes()
+                .iter()
+                .map(|s| s.iter().product::<u64>())
+                .max()
+                .unwrap_or(0),
+        };
+        let unit_bytes = unit_elements * meta.data_type.size() as u64;
+        if self.points.is_some() {
+            return self.units(0).len() as u64 * unit_bytes;
+        }
+        let units: u64 = self
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(d, sel)| {
+                let axis = match self.read_shape.get(d) {
+                    Some(&n) => Axis::Regular(n),
+                    None => meta.chunk_grid.axes[d].clone(),
+                };
+                let mut chunks: Vec<u64> = sel.chunk_spans(&axis, 0..sel.len).iter().map(|s| s.chunk).collect();
+                chunks.sort_unstable();
+                chunks.dedup();
+                chunks.len() as u64
+            })
+            .product();
+        units * unit_bytes
+    }
+
     /// Bytes of the largest slab.
     pub(crate) fn max_slab_bytes(&self) -> u64 {
         let size = self.data_type().size() as u64;

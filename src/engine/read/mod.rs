@@ -27,6 +27,7 @@ mod stream;
 pub(crate) mod cache;
 mod coordinate;
 pub(crate) mod decode_pool;
+pub(crate) mod geo;
 pub(crate) mod hierarchy;
 pub(crate) mod resources;
 

@@ -111,6 +111,11 @@ pub fn check(data_type: DataType, shape: &[u64]) -> Result<()> {
 }
 
 impl Render {
+    /// The `rescale` range, when given.
+    pub fn rescale(&self) -> Option<(f64, f64)> {
+        self.range
+    }
+
     /// The RGBA pixels of `data`, C-order elements of `data_type` (row by
     /// row, first dimension top to bottom).
     pub fn rgba(&self, data_type: DataType, data: &[u8]) -> Result<Vec<u8>> {

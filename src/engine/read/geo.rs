@@ -1,0 +1,183 @@
+//! Geo variables read (contract 3.2): an array's grid from its coordinates,
+//! the values a map raster samples (one orthogonal read of the grid rows
+//! and columns its pixels fall in, CF-decoded), and the default colour
+//! range of a 2-D slice.
+
+use std::sync::Arc;
+
+use crate::engine::error::{Error, Result};
+use crate::engine::format::values::real_values;
+use crate::engine::query::geo::{DimInfo, GeoGrid, Sampling};
+use crate::engine::query::labels::LabelQuery;
+use crate::engine::query::node::{Coordinates, Node};
+use crate::engine::query::plan::ReadPlan;
+use crate::engine::query::selection::Selection;
+use crate::engine::read::hierarchy::Dataset;
+use crate::engine::read::{ReadQuery, Versions};
+
+/// At most this many elements of a slice are read for its default range.
+const RANGE_SAMPLE_ELEMENTS: u64 = 16 << 20;
+
+/// An array that is a geo variable, with its grid.
+#[derive(Debug, Clone)]
+pub struct GeoVariable {
+    /// The array's node.
+    pub node: Arc<Node>,
+    /// Its horizontal grid.
+    pub grid: GeoGrid,
+    coordinates: Coordinates,
+}
+
+/// A raster sampled from a geo variable: CF-decoded values, row by row
+/// (NaN where a pixel is off the grid or the value is missing).
+#[derive(Debug)]
+pub struct Raster {
+    /// `height * width` values.
+    pub values: Vec<f64>,
+    /// The versions of the store keys read.
+    pub versions: Versions,
+}
+
+impl Dataset {
+    /// The geo variable at `path` (400 if the array is not one).
+    pub async fn geo_variable(&self, path: &str) -> Result<GeoVariable> {
+        let node = self.node(path).await?;
+        let meta = node.array()?;
+        let coordinates = self.coordinates(&node).await?;
+        let names = meta.dimension_names.clone().unwrap_or_default();
+        let dims: Vec<DimInfo> = (0..meta.shape.len())
+            .map(|d| {
+                let coordinate = coordinates.get(d).and_then(Option::as_ref);
+                DimInfo {
+                    name: names.get(d).and_then(Option::as_deref),
+                    attributes: coordinate.map(|c| c.attributes()),
+                    values: coordinate.and_then(|c| c.numbers()),
+                    is_time: coordinate.is_some_and(|c| c.is_time()),
+                }
+            })
+            .collect();
+        let attributes = node
+            .metadata
+            .as_ref()
+            .map(|m| m.attributes().clone())
+            .unwrap_or_default();
+        let grid =
+            GeoGrid::detect(&dims, &attributes).map_err(|e| Error::InvalidRequest(format!("array '/{path}': {e}")))?;
+        Ok(GeoVariable {
+            node: node.clone(),
+            grid,
+            coordinates: coordinates.clone(),
+        })
+    }
+
+    /// Plan the read of the grid rows and columns `sampling` lists, the
+    /// other dimensions picked by `labels` (`sel`), else the latest time
+    /// and the first index of any other.
+    pub async fn plan_raster(&self, var: &GeoVariable, sampling: &Sampling, labels: &LabelQuery) -> Result<ReadPlan> {
+        let list = |items: &[u64]| format!("[{}]", items.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
+        let selection = self.fixed_dims(var, labels, |d| {
+            if d == var.grid.x_dim {
+                Some(list(&sampling.cols))
+            } else if d == var.grid.y_dim {
+                Some(list(&sampling.rows))
+            } else {
+                None
+            }
+        })?;
+        self.plan_slice(var, selection, labels).await
+    }
+
+    /// The values `sampling` picks for a raster of its pixels, read by
+    /// `plan` ([`Dataset::plan_raster`]).
+    pub async fn read_raster(&self, var: &GeoVariable, sampling: &Sampling, plan: &ReadPlan) -> Result<Raster> {
+        let (data, versions) = self.read_all(plan).await?;
+        let grid = real_values(plan.data_type(), &data)?;
+        let (n_rows, n_cols) = (sampling.rows.len(), sampling.cols.len());
+        // The result is [rows, cols] in the array's dimension order.
+        let at = |r: usize, c: usize| match var.grid.y_dim < var.grid.x_dim {
+            true => grid[r * n_cols + c],
+            false => grid[c * n_rows + r],
+        };
+        let mut values = Vec::with_capacity(sampling.pixel_rows.len() * sampling.pixel_cols.len());
+        for row in &sampling.pixel_rows {
+            for col in &sampling.pixel_cols {
+                values.push(match (row, col) {
+                    (Some(r), Some(c)) => at(*r, *c),
+                    _ => f64::NAN,
+                });
+            }
+        }
+        Ok(Raster { values, versions })
+    }
+
+    /// The smallest and largest CF-decoded value of the 2-D slice `labels`
+    /// picks (NaN and `nodata` left out), over at most 16 Mi evenly strided
+    /// elements; `None` when it has no value.
+    pub async fn slice_range(
+        &self,
+        var: &GeoVariable,
+        labels: &LabelQuery,
+        nodata: Option<f64>,
+    ) -> Result<Option<(f64, f64)>> {
+        let meta = var.node.array()?;
+        let (nx, ny) = (meta.shape[var.grid.x_dim], meta.shape[var.grid.y_dim]);
+        let step = ((nx * ny) as f64 / RANGE_SAMPLE_ELEMENTS as f64).sqrt().ceil().max(1.0) as u64;
+        let strided = format!("::{step}");
+        let selection = self.fixed_dims(var, labels, |d| {
+            (d == var.grid.x_dim || d == var.grid.y_dim).then(|| strided.clone())
+        })?;
+        let plan = self.plan_slice(var, selection, labels).await?;
+        let (data, _) = self.read_all(&plan).await?;
+        let values = real_values(plan.data_type(), &data)?;
+        let kept = values.into_iter().filter(|v| !v.is_nan() && Some(*v) != nodata);
+        Ok(kept.fold(None, |range, v| match range {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        }))
+    }
+
+    /// A selection text for the variable: `horizontal(d)` for X and Y, `:`
+    /// for the dimensions `labels` picks, the latest time, else index 0.
+    fn fixed_dims(
+        &self,
+        var: &GeoVariable,
+        labels: &LabelQuery,
+        horizontal: impl Fn(usize) -> Option<String>,
+    ) -> Result<Selection> {
+        let meta = var.node.array()?;
+        let names = meta.dimension_names.clone().unwrap_or_default();
+        let items: Vec<String> = (0..meta.shape.len())
+            .map(|d| {
+                if let Some(item) = horizontal(d) {
+                    return item;
+                }
+                let name = names.get(d).cloned().flatten();
+                if name.is_some_and(|n| labels.sel.iter().any(|(s, _)| *s == n)) {
+                    return ":".into();
+                }
+                let latest = (Some(d) == var.grid.t_dim)
+                    .then(|| var.coordinates.get(d).and_then(Option::as_ref).map(|c| c.latest()))
+                    .flatten();
+                latest.unwrap_or(0).to_string()
+            })
+            .collect();
+        Selection::parse(&items.join(","))
+    }
+
+    /// Plan `selection` with `labels`, CF-decoded; it must leave exactly the
+    /// two horizontal dimensions.
+    async fn plan_slice(&self, var: &GeoVariable, selection: Selection, labels: &LabelQuery) -> Result<ReadPlan> {
+        let query = ReadQuery {
+            selection,
+            labels: labels.clone(),
+            decode_cf: true,
+        };
+        let plan = self.plan_query(&var.node.path, &query).await?;
+        if plan.output_shape().len() != 2 {
+            return Err(Error::InvalidRequest(
+                "sel must pick one value of each dimension other than the horizontal two".into(),
+            ));
+        }
+        Ok(plan)
+    }
+}

@@ -1,0 +1,341 @@
+//! Map tiles (contract 3.3): OGC tile matrix sets `WebMercatorQuad` and
+//! `WorldCRS84Quad`, 256-pixel PNG tiles of a geo variable by OGC zoom, row
+//! and column, and TileJSON 3.0.0. A thin adapter: the engine finds the
+//! grid cells the tile's pixels sample (one lookup per pixel row and per
+//! pixel column) and reads them in one orthogonal read; this module turns
+//! the request into that and the values into a PNG.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::conditional::{if_none_match, strong_etag};
+use super::format::png_body;
+use super::query::TileQuery;
+use super::{ApiError, AppState};
+use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
+use crate::engine::render::{Render, RenderRequest};
+use crate::engine::{DataType, Dataset, Error, GeoVariable};
+
+/// The tile routes.
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/v1/datasets/{ds}/tiles/tileMatrixSets", get(matrix_sets))
+        .route("/v1/datasets/{ds}/tiles/tileMatrixSets/{tms}", get(matrix_set))
+        .route("/v1/datasets/{ds}/tiles/{tms}/tilejson.json", get(tilejson))
+        .route("/v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}", get(tile).head(tile))
+}
+
+fn tile_matrix_set(id: &str) -> Result<TileMatrixSet, ApiError> {
+    TileMatrixSet::named(id).ok_or_else(|| {
+        let known: Vec<&str> = TileMatrixSet::ALL.iter().map(|t| t.id()).collect();
+        ApiError::NotFound(format!("no tile matrix set '{id}' (sets: {})", known.join(", ")))
+    })
+}
+
+/// `GET /v1/datasets/{ds}/tiles/tileMatrixSets`.
+async fn matrix_sets(
+    State(state): State<Arc<AppState>>,
+    Path(ds): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    no_parameters(query.as_deref())?;
+    state.dataset(&ds, &headers)?;
+    let sets: Vec<Value> = TileMatrixSet::ALL
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id(),
+                "title": title(*t),
+                "uri": uri(*t),
+                "links": [{"rel": "self", "type": "application/json",
+                    "href": format!("/v1/datasets/{ds}/tiles/tileMatrixSets/{}", t.id())}],
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "tileMatrixSets": sets })))
+}
+
+fn title(t: TileMatrixSet) -> &'static str {
+    match t {
+        TileMatrixSet::WebMercatorQuad => "Google Maps Compatible for the World",
+        TileMatrixSet::WorldCrs84Quad => "CRS84 for the World",
+    }
+}
+
+fn uri(t: TileMatrixSet) -> String {
+    format!("http://www.opengis.net/def/tilematrixset/OGC/1.0/{}", t.id())
+}
+
+/// `GET /v1/datasets/{ds}/tiles/tileMatrixSets/{tms}`: the OGC
+/// TileMatrixSet 2.0 document.
+async fn matrix_set(
+    State(state): State<Arc<AppState>>,
+    Path((ds, tms)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    no_parameters(query.as_deref())?;
+    state.dataset(&ds, &headers)?;
+    let t = tile_matrix_set(&tms)?;
+    let (crs, origin, extent) = match t {
+        TileMatrixSet::WebMercatorQuad => {
+            let half = 20_037_508.342_789_244;
+            (
+                "http://www.opengis.net/def/crs/EPSG/0/3857",
+                json!([-half, half]),
+                json!({"lowerLeft": [-half, -half], "upperRight": [half, half]}),
+            )
+        }
+        TileMatrixSet::WorldCrs84Quad => (
+            "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
+            json!([-180.0, 90.0]),
+            json!({"lowerLeft": [-180.0, -90.0], "upperRight": [180.0, 90.0]}),
+        ),
+    };
+    let matrices: Vec<Value> = (0..=t.max_zoom())
+        .map(|z| {
+            let (cols, rows) = t.matrix_size(z);
+            json!({
+                "id": z.to_string(),
+                "scaleDenominator": t.scale_denominator(z),
+                "cellSize": t.cell_size(z),
+                "cornerOfOrigin": "topLeft",
+                "pointOfOrigin": origin,
+                "tileWidth": TILE_SIZE,
+                "tileHeight": TILE_SIZE,
+                "matrixWidth": cols,
+                "matrixHeight": rows,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "id": t.id(),
+        "title": title(t),
+        "uri": uri(t),
+        "crs": crs,
+        "orderedAxes": match t { TileMatrixSet::WebMercatorQuad => json!(["X", "Y"]), _ => json!(["Lon", "Lat"]) },
+        "boundingBox": extent,
+        "tileMatrices": matrices,
+    })))
+}
+
+fn no_parameters(query: Option<&str>) -> Result<(), ApiError> {
+    match url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).next() {
+        Some((key, _)) => Err(super::query::unknown_parameter(&key, &[])),
+        None => Ok(()),
+    }
+}
+
+/// `GET /v1/datasets/{ds}/tiles/{tms}/tilejson.json?variable=PATH`.
+async fn tilejson(
+    State(state): State<Arc<AppState>>,
+    Path((ds, tms)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let t = tile_matrix_set(&tms)?;
+    let request = TileQuery::parse(query.as_deref())?;
+    request.render.resolve()?;
+    let dataset = state.dataset(&ds, &headers)?;
+    let var = dataset.geo_variable(&request.variable).await?;
+    let [west, south, east, north] = var.grid.bounds();
+    let smallest = var.grid.x.smallest_cell().min(var.grid.y.smallest_cell());
+    let maxzoom = t.zoom_for(smallest);
+    let centre_lon = if west <= east {
+        (west + east) / 2.0
+    } else {
+        ((west + east + 360.0) / 2.0 + 180.0).rem_euclid(360.0) - 180.0
+    };
+    let template = format!(
+        "/v1/datasets/{ds}/tiles/{}/{{z}}/{{y}}/{{x}}?{}",
+        t.id(),
+        query.as_deref().unwrap_or("")
+    );
+    let mut doc = json!({
+        "tilejson": "3.0.0",
+        "name": request.variable,
+        "tiles": [absolute(&headers, &template)],
+        "scheme": "xyz",
+        "bounds": [west, south, east, north],
+        "center": [centre_lon, (south + north) / 2.0, 0],
+        "minzoom": 0,
+        "maxzoom": maxzoom,
+    });
+    if let Some(attribution) = attribution(dataset, &var).await {
+        doc["attribution"] = json!(attribution);
+    }
+    Ok(Json(doc))
+}
+
+/// The URL of `path` on this server as the request reached it.
+fn absolute(headers: &HeaderMap, path: &str) -> String {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("http");
+    match host {
+        Some(host) => format!("{proto}://{host}{path}"),
+        None => path.to_string(),
+    }
+}
+
+/// The `source` or `institution` attribute of the variable, else of its group.
+async fn attribution(dataset: &Dataset, var: &GeoVariable) -> Option<String> {
+    let pick = |attrs: &Value| {
+        ["source", "institution"]
+            .iter()
+            .find_map(|k| attrs.get(*k).and_then(Value::as_str).map(str::to_string))
+    };
+    if let Some(found) = var.node.metadata.as_ref().and_then(|m| pick(m.attributes())) {
+        return Some(found);
+    }
+    let parent = var.node.path.rsplit_once('/').map_or("", |(p, _)| p);
+    let group = dataset.node(parent).await.ok()?;
+    group.metadata.as_ref().and_then(|m| pick(m.attributes()))
+}
+
+/// `GET /v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}?variable=PATH`.
+async fn tile(
+    State(state): State<Arc<AppState>>,
+    Path((ds, tms, z, row, col)): Path<(String, String, String, String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let t = tile_matrix_set(&tms)?;
+    let request = TileQuery::parse(query.as_deref())?;
+    let position = || -> Option<(u8, u64, u64)> {
+        let (z, row, col) = (z.parse().ok()?, row.parse().ok()?, col.parse().ok()?);
+        t.contains(z, row, col).then_some((z, row, col))
+    };
+    let (z, row, col) = position().ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "no tile {z}/{row}/{col} in {} (zooms 0 to {})",
+            t.id(),
+            t.max_zoom()
+        ))
+    })?;
+    let dataset = state.dataset(&ds, &headers)?;
+    let var = dataset.geo_variable(&request.variable).await?;
+    let nodata = request.render.resolve()?;
+    let sampling = Sampling::new(&var.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
+    let (values, versions) = if sampling.is_empty() {
+        (vec![f64::NAN; (TILE_SIZE * TILE_SIZE) as usize], Default::default())
+    } else {
+        let plan = dataset.plan_raster(&var, &sampling, &request.labels).await?;
+        let decoded = plan.decoded_bytes();
+        if decoded > state.tile_read_limit_bytes {
+            let deeper = (decoded as f64 / state.tile_read_limit_bytes as f64).log(4.0).ceil() as u8;
+            return Err(ApiError::Rejected(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "tile {z}/{row}/{col} would decode {decoded} bytes, more than tile_read_limit_bytes = {}; \
+                     zoom {} or deeper decodes less",
+                    state.tile_read_limit_bytes,
+                    (z + deeper.max(1)).min(t.max_zoom())
+                ),
+            ));
+        }
+        let raster = dataset.read_raster(&var, &sampling, &plan).await?;
+        (raster.values, raster.versions)
+    };
+    let render = with_default_range(&state, dataset, &var, &request, nodata).await?;
+    let mut parts: Vec<Vec<u8>> = vec![
+        ds.clone().into_bytes(),
+        format!("{}/{z}/{row}/{col}", t.id()).into_bytes(),
+        query.unwrap_or_default().into_bytes(),
+        format!("{:?}", render.rescale()).into_bytes(),
+    ];
+    for (key, version) in &versions {
+        parts.push(key.clone().into_bytes());
+        parts.push(version.clone().unwrap_or_default().into_bytes());
+    }
+    let etag = strong_etag(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let response = Response::builder()
+        .header(header::ETAG, &etag)
+        .header(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
+    if if_none_match(&headers, &etag) {
+        return Ok(response
+            .status(StatusCode::NOT_MODIFIED)
+            .body(Body::empty())
+            .expect("valid response"));
+    }
+    let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let rgba = render.rgba(DataType::Float64, &bytes)?;
+        png_body(TILE_SIZE, TILE_SIZE, &rgba)
+            .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
+    })
+    .await
+    .map_err(|e| ApiError::Engine(Error::Internal(format!("drawing failed: {e}"))))??;
+    Ok(response
+        .header(header::CONTENT_LENGTH, png.len())
+        .body(Body::from(Bytes::from(png)))
+        .expect("valid response"))
+}
+
+/// The request's rendering with `rescale` filled in when not given: the
+/// same for every tile of the variable and selection (no seams):
+/// `valid_min`/`valid_max`, else `valid_range`, else `actual_range`, else
+/// the slice's smallest and largest value, computed once and kept for
+/// `metadata_ttl_secs`.
+async fn with_default_range(
+    state: &AppState,
+    dataset: &Dataset,
+    var: &GeoVariable,
+    request: &TileQuery,
+    checked: Render,
+) -> Result<Render, ApiError> {
+    if request.render.rescale.is_some() {
+        return Ok(checked);
+    }
+    let attrs = var
+        .node
+        .metadata
+        .as_ref()
+        .map(|m| m.attributes().clone())
+        .unwrap_or_default();
+    let number = |key: &str| attrs.get(key).and_then(Value::as_f64);
+    let pair = |key: &str| {
+        let list = attrs.get(key)?.as_array()?;
+        Some((list.first()?.as_f64()?, list.get(1)?.as_f64()?))
+    };
+    let declared = match (number("valid_min"), number("valid_max")) {
+        (Some(lo), Some(hi)) => Some((lo, hi)),
+        _ => pair("valid_range").or_else(|| pair("actual_range")),
+    };
+    let range = match declared {
+        Some(range) => Some(range),
+        None => {
+            let nodata = request.render.nodata.as_deref().and_then(|n| n.trim().parse().ok());
+            let key = format!(
+                "{}|{}|{:?}|{:?}|{:?}",
+                dataset.name, var.node.path, request.labels.sel, request.labels.method, nodata
+            );
+            state
+                .tile_ranges
+                .try_get_with(key, dataset.slice_range(var, &request.labels, nodata))
+                .await
+                .map_err(|e| ApiError::Engine((*e).clone()))?
+        }
+    };
+    let rescale = match range {
+        Some((lo, hi)) if lo < hi => format!("{lo},{hi}"),
+        Some((v, _)) => format!("{v},{}", v + 1.0),
+        None => "0,1".into(),
+    };
+    Ok(RenderRequest {
+        rescale: Some(rescale),
+        ..request.render.clone()
+    }
+    .resolve()?)
+}

@@ -1,0 +1,333 @@
+//! Map tiles and TileJSON (api.md 3.2, 3.3) against the real server, on a
+//! CF lat/lon dataset written here: descending latitudes, longitudes in
+//! 0..360, a time dimension. Each tile pixel is checked against the cell
+//! the contract's rule picks, computed here from the pixel centre, and that
+//! cell's colour in a PNG of the whole slice from the region route.
+
+mod common;
+
+use common::{client, config, Server};
+use serde_json::{json, Value};
+
+const LATS: [f64; 4] = [30.0, 10.0, -10.0, -30.0];
+const LONS: [f64; 8] = [0.0, 45.0, 90.0, 135.0, 180.0, 225.0, 270.0, 315.0];
+
+fn write_array(dir: &std::path::Path, name: &str, shape: &[u64], dt: &str, dims: &[&str], attrs: Value, data: &[u8]) {
+    let node = dir.join(name);
+    std::fs::create_dir_all(node.join("c")).unwrap();
+    let meta = json!({
+        "zarr_format": 3, "node_type": "array", "shape": shape, "data_type": dt,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "dimension_names": dims, "attributes": attrs,
+    });
+    std::fs::write(node.join("zarr.json"), meta.to_string()).unwrap();
+    let key = node.join("c").join(vec!["0"; shape.len()].join("/"));
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(key, data).unwrap();
+}
+
+fn f64s(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// `tas[t, i, j] = 100 t + 8 i + j` (float32), with lat, lon and time.
+fn dataset() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "group", "attributes": {"institution": "zarr-serve tests"}}"#,
+    )
+    .unwrap();
+    write_array(
+        root,
+        "lat",
+        &[4],
+        "float64",
+        &["lat"],
+        json!({"units": "degrees_north"}),
+        &f64s(&LATS),
+    );
+    write_array(
+        root,
+        "lon",
+        &[8],
+        "float64",
+        &["lon"],
+        json!({"units": "degrees_east"}),
+        &f64s(&LONS),
+    );
+    write_array(
+        root,
+        "time",
+        &[2],
+        "float64",
+        &["time"],
+        json!({"units": "days since 2000-01-01"}),
+        &f64s(&[0.0, 1.0]),
+    );
+    let tas: Vec<u8> = (0..2)
+        .flat_map(|t| (0..4).flat_map(move |i| (0..8).map(move |j| (100 * t + 8 * i + j) as f32)))
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    write_array(
+        root,
+        "tas",
+        &[2, 4, 8],
+        "float32",
+        &["time", "lat", "lon"],
+        json!({"long_name": "air temperature"}),
+        &tas,
+    );
+    dir
+}
+
+async fn server(dir: &tempfile::TempDir, tile_limit: Option<u64>) -> Server {
+    let mut cfg = config();
+    cfg.datasets
+        .insert("geo".into(), common::dataset(dir.path().to_string_lossy()));
+    if let Some(limit) = tile_limit {
+        cfg.tile_read_limit_bytes = limit;
+    }
+    Server::start(cfg).await
+}
+
+async fn get(server: &Server, path: &str) -> reqwest::Response {
+    client().get(server.url(path)).send().await.unwrap()
+}
+
+/// RGBA pixels of a PNG.
+fn pixels(png: &[u8]) -> (u32, u32, Vec<u8>) {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    let rgba = match info.color_type {
+        png::ColorType::Rgba => buf,
+        other => panic!("expected RGBA, got {other:?}"),
+    };
+    (info.width, info.height, rgba)
+}
+
+/// The cell of a sorted-or-reversed list of centres holding `v` (edges at
+/// midpoints, outer ones mirrored; a shared edge goes to the larger index).
+fn cell(centres: &[f64], v: f64) -> Option<usize> {
+    let n = centres.len();
+    let edge = |k: usize| match k {
+        0 => centres[0] - (centres[1] - centres[0]) / 2.0,
+        k if k == n => centres[n - 1] + (centres[n - 1] - centres[n - 2]) / 2.0,
+        k => (centres[k - 1] + centres[k]) / 2.0,
+    };
+    (0..n).find(|&k| {
+        let (a, b) = (edge(k), edge(k + 1));
+        if a < b {
+            a <= v && v < b
+        } else {
+            b < v && v <= a
+        }
+    })
+}
+
+#[tokio::test]
+async fn tiles_sample_the_cell_under_each_pixel() {
+    let dir = dataset();
+    let server = server(&dir, None).await;
+    // The whole slice at the latest time, drawn by the region route.
+    let slice = get(
+        &server,
+        "/v1/datasets/geo/data/tas?select=1,:,:&format=png&rescale=100,131",
+    )
+    .await;
+    assert_eq!(slice.status(), 200);
+    let (w, _, cells) = pixels(&slice.bytes().await.unwrap());
+    assert_eq!(w, 8);
+    let colour = |i: usize, j: usize| cells[(i * 8 + j) * 4..(i * 8 + j) * 4 + 4].to_vec();
+    for (tms, z, row, col) in [
+        ("WebMercatorQuad", 0, 0, 0),
+        ("WebMercatorQuad", 1, 1, 0),
+        ("WorldCRS84Quad", 0, 0, 1),
+    ] {
+        let url = format!("/v1/datasets/geo/tiles/{tms}/{z}/{row}/{col}?variable=tas&rescale=100,131");
+        let resp = get(&server, &url).await;
+        assert_eq!(resp.status(), 200, "{url}");
+        assert_eq!(resp.headers()["content-type"], "image/png");
+        let (w, h, tile) = pixels(&resp.bytes().await.unwrap());
+        assert_eq!((w, h), (256, 256));
+        let (cols, rows) = if tms == "WebMercatorQuad" {
+            (1u64 << z, 1u64 << z)
+        } else {
+            (2u64 << z, 1u64 << z)
+        };
+        let (mut drawn, mut clear) = (0, 0);
+        for i in 0..256u64 {
+            let t = ((row * 256 + i) as f64 + 0.5) / (rows * 256) as f64;
+            let lat = match tms {
+                "WebMercatorQuad" => (std::f64::consts::PI * (1.0 - 2.0 * t)).sinh().atan().to_degrees(),
+                _ => 90.0 - 180.0 * t,
+            };
+            for j in 0..256u64 {
+                let lon = -180.0 + ((col * 256 + j) as f64 + 0.5) * 360.0 / (cols * 256) as f64;
+                let x = cell(&LONS, lon).or_else(|| cell(&LONS, lon + 360.0));
+                let at = ((i * 256 + j) * 4) as usize;
+                let got = &tile[at..at + 4];
+                match (cell(&LATS, lat), x) {
+                    (Some(ci), Some(cj)) => {
+                        assert_eq!(
+                            got,
+                            colour(ci, cj).as_slice(),
+                            "{url} pixel {i},{j} (lat {lat}, lon {lon})"
+                        );
+                        drawn += 1;
+                    }
+                    _ => {
+                        assert_eq!(got[3], 0, "{url} pixel {i},{j} off the grid is transparent");
+                        clear += 1;
+                    }
+                }
+            }
+        }
+        assert!(drawn > 0, "{url}: {drawn} drawn, {clear} clear");
+    }
+}
+
+#[tokio::test]
+async fn tile_selection_default_range_errors_and_etags() {
+    let dir = dataset();
+    let server = server(&dir, None).await;
+    let tile = |q: &str| format!("/v1/datasets/geo/tiles/WorldCRS84Quad/0/0/0?variable=tas{q}");
+    // sel picks the time; without it the latest time is drawn.
+    let latest = get(&server, &tile("&rescale=0,131")).await.bytes().await.unwrap();
+    let first = get(&server, &tile("&rescale=0,131&sel=time=2000-01-01")).await;
+    assert_eq!(first.status(), 200);
+    let first = first.bytes().await.unwrap();
+    assert_ne!(latest, first);
+    let explicit = get(&server, &tile("&rescale=0,131&sel=time=2000-01-02"))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(latest, explicit);
+    // The default range is the slice's (no seams): as rescale=100,131 for the latest.
+    let default = get(&server, &tile("")).await.bytes().await.unwrap();
+    let given = get(&server, &tile("&rescale=100,131")).await.bytes().await.unwrap();
+    assert_eq!(pixels(&default).2, pixels(&given).2);
+    // ETag and 304.
+    let resp = get(&server, &tile("")).await;
+    let etag = resp.headers()["etag"].clone();
+    let again = client()
+        .get(server.url(&tile("")))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    // Errors.
+    for (url, status) in [
+        (
+            "/v1/datasets/geo/tiles/WebMercatorQuad/25/0/0?variable=tas".to_string(),
+            404,
+        ),
+        (
+            "/v1/datasets/geo/tiles/WebMercatorQuad/1/2/0?variable=tas".to_string(),
+            404,
+        ),
+        ("/v1/datasets/geo/tiles/NoSuchSet/0/0/0?variable=tas".to_string(), 404),
+        (
+            "/v1/datasets/geo/tiles/WebMercatorQuad/0/0/0?variable=nope".to_string(),
+            404,
+        ),
+        ("/v1/datasets/geo/tiles/WebMercatorQuad/0/0/0".to_string(), 400),
+        (
+            "/v1/datasets/geo/tiles/WebMercatorQuad/0/0/0?variable=tas&bogus=1".to_string(),
+            400,
+        ),
+        (
+            "/v1/datasets/geo/tiles/WebMercatorQuad/0/0/0?variable=tas&colormap=nope".to_string(),
+            400,
+        ),
+        (
+            "/v1/datasets/sample/tiles/WebMercatorQuad/0/0/0?variable=temperature".to_string(),
+            400,
+        ),
+    ] {
+        let resp = get(&server, &url).await;
+        assert_eq!(resp.status(), status, "{url}");
+        assert_eq!(resp.headers()["content-type"], "application/problem+json", "{url}");
+    }
+    // A tile off the grid is a transparent 200.
+    let off = get(&server, "/v1/datasets/geo/tiles/WebMercatorQuad/2/0/0?variable=tas").await;
+    assert_eq!(off.status(), 200);
+    assert!(pixels(&off.bytes().await.unwrap()).2.chunks(4).all(|p| p[3] == 0));
+    // tile_read_limit_bytes: 413 naming a zoom.
+    let small = server_with_limit(&dir, 64).await;
+    let resp = get(&small, "/v1/datasets/geo/tiles/WebMercatorQuad/0/0/0?variable=tas").await;
+    assert_eq!(resp.status(), 413);
+    let body: Value = resp.json().await.unwrap();
+    assert!(body["detail"].as_str().unwrap().contains("zoom"), "{body}");
+}
+
+async fn server_with_limit(dir: &tempfile::TempDir, limit: u64) -> Server {
+    server(dir, Some(limit)).await
+}
+
+#[tokio::test]
+async fn tilejson_and_tile_matrix_sets() {
+    let dir = dataset();
+    let server = server(&dir, None).await;
+    let doc: Value = get(
+        &server,
+        "/v1/datasets/geo/tiles/WebMercatorQuad/tilejson.json?variable=tas&colormap=viridis",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(doc["tilejson"], "3.0.0");
+    // Longitude edges -22.5..337.5 go all the way round; latitude edges ±40.
+    assert_eq!(doc["bounds"], json!([-180.0, -40.0, 180.0, 40.0]));
+    assert_eq!((doc["minzoom"].clone(), doc["maxzoom"].clone()), (json!(0), json!(0)));
+    assert_eq!(doc["attribution"], "zarr-serve tests");
+    let template = doc["tiles"][0].as_str().unwrap();
+    assert!(
+        template.contains("/tiles/WebMercatorQuad/{z}/{y}/{x}?variable=tas&colormap=viridis"),
+        "{template}"
+    );
+    let url = template.replace("{z}", "0").replace("{y}", "0").replace("{x}", "0");
+    let resp = client().get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 200, "{url}");
+    let sets: Value = get(&server, "/v1/datasets/geo/tiles/tileMatrixSets")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = sets["tileMatrixSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["WebMercatorQuad", "WorldCRS84Quad"]);
+    let wm: Value = get(&server, "/v1/datasets/geo/tiles/tileMatrixSets/WebMercatorQuad")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let z0 = &wm["tileMatrices"][0];
+    assert!((z0["scaleDenominator"].as_f64().unwrap() - 559_082_264.028_717_2).abs() < 1e-3);
+    assert_eq!(
+        (z0["matrixWidth"].clone(), wm["tileMatrices"].as_array().unwrap().len()),
+        (json!(1), 25)
+    );
+    let crs84: Value = get(&server, "/v1/datasets/geo/tiles/tileMatrixSets/WorldCRS84Quad")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(crs84["tileMatrices"][0]["matrixWidth"], 2);
+    assert_eq!(
+        get(&server, "/v1/datasets/geo/tiles/tileMatrixSets?x=1").await.status(),
+        400
+    );
+}

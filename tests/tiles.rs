@@ -81,6 +81,12 @@ fn dataset() -> tempfile::TempDir {
         json!({"long_name": "air temperature"}),
         &tas,
     );
+    // The latest slice with longitude first: tas_xy[j, i] = tas[1, i, j].
+    let xy: Vec<u8> = (0..8)
+        .flat_map(|j| (0..4).map(move |i| (100 + 8 * i + j) as f32))
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    write_array(root, "tas_xy", &[8, 4], "float32", &["lon", "lat"], json!({}), &xy);
     dir
 }
 
@@ -189,6 +195,10 @@ async fn tiles_sample_the_cell_under_each_pixel() {
             }
         }
         assert!(drawn > 0, "{url}: {drawn} drawn, {clear} clear");
+        // Longitude before latitude in the array: the same tile.
+        let xy = get(&server, &url.replace("variable=tas", "variable=tas_xy")).await;
+        assert_eq!(xy.status(), 200, "{url} with lon first");
+        assert_eq!(pixels(&xy.bytes().await.unwrap()).2, tile, "{url} with lon first");
     }
 }
 

@@ -192,6 +192,21 @@ impl DataType {
         })
     }
 
+    /// The smallest and largest value of an integer type.
+    pub(crate) fn integer_range(&self) -> Option<(i128, i128)> {
+        Some(match self {
+            DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+            DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+            DataType::Int32 => (i32::MIN.into(), i32::MAX.into()),
+            DataType::Int64 => (i64::MIN.into(), i64::MAX.into()),
+            DataType::UInt8 => (0, u8::MAX.into()),
+            DataType::UInt16 => (0, u16::MAX.into()),
+            DataType::UInt32 => (0, u32::MAX.into()),
+            DataType::UInt64 => (0, u64::MAX.into()),
+            _ => return None,
+        })
+    }
+
     /// Whether elements vary in length (`string`, `variable_length_bytes`).
     pub fn is_variable(&self) -> bool {
         matches!(self, DataType::String | DataType::Bytes(_))

@@ -78,26 +78,11 @@ impl OutOfRange {
 
 /// Whether `data_type` is a real number type these codecs take.
 pub(crate) fn is_real(data_type: DataType) -> bool {
-    integer_range(data_type).is_some() || is_float(data_type)
+    data_type.integer_range().is_some() || is_float(data_type)
 }
 
 fn is_float(data_type: DataType) -> bool {
     matches!(data_type, DataType::Float16 | DataType::Float32 | DataType::Float64)
-}
-
-/// The range of an integer type.
-fn integer_range(data_type: DataType) -> Option<(i128, i128)> {
-    Some(match data_type {
-        DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
-        DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
-        DataType::Int32 => (i32::MIN.into(), i32::MAX.into()),
-        DataType::Int64 => (i64::MIN.into(), i64::MAX.into()),
-        DataType::UInt8 => (0, u8::MAX.into()),
-        DataType::UInt16 => (0, u16::MAX.into()),
-        DataType::UInt32 => (0, u32::MAX.into()),
-        DataType::UInt64 => (0, u64::MAX.into()),
-        _ => return None,
-    })
 }
 
 impl Scalar {
@@ -146,7 +131,7 @@ impl Scalar {
 
     /// This value as a `to`, rounded and kept in range as the rules say.
     pub(crate) fn cast(self, to: DataType, rounding: Rounding, range: OutOfRange) -> Result<Self> {
-        match integer_range(to) {
+        match to.integer_range() {
             Some((min, max)) => {
                 let i = match self {
                     Self::Int(i) => i,

@@ -33,21 +33,12 @@ impl NumType {
             Some(b'>') => (Endian::Big, &typestr[1..]),
             _ => (Endian::Little, typestr),
         };
-        let data_type = match rest {
-            "bool" => DataType::Bool,
-            "int8" => DataType::Int8,
-            "int16" => DataType::Int16,
-            "int32" => DataType::Int32,
-            "int64" => DataType::Int64,
-            "uint8" => DataType::UInt8,
-            "uint16" => DataType::UInt16,
-            "uint32" => DataType::UInt32,
-            "uint64" => DataType::UInt64,
-            "float16" => DataType::Float16,
-            "float32" => DataType::Float32,
-            "float64" => DataType::Float64,
-            "complex64" => DataType::Complex64,
-            "complex128" => DataType::Complex128,
+        // A name as zarr.json writes it (`int32`), if it is a numeric one.
+        let named = DataType::from_json(&serde_json::Value::String(rest.to_string()))
+            .ok()
+            .filter(|t| !matches!(t, DataType::Raw(_) | DataType::String | DataType::Bytes(_)));
+        let data_type = match named {
+            Some(t) => t,
             _ => {
                 let mut chars = rest.chars();
                 let kind = chars.next().ok_or_else(unsupported)?;
@@ -220,17 +211,10 @@ fn float_to_int(f: f64, data_type: DataType) -> i128 {
     if f.is_nan() {
         return 0;
     }
-    let (min, max): (i128, i128) = match data_type {
-        DataType::Bool => return i128::from(f != 0.0),
-        DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
-        DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
-        DataType::Int32 => (i32::MIN.into(), i32::MAX.into()),
-        DataType::Int64 => (i64::MIN.into(), i64::MAX.into()),
-        DataType::UInt8 => (0, u8::MAX.into()),
-        DataType::UInt16 => (0, u16::MAX.into()),
-        DataType::UInt32 => (0, u32::MAX.into()),
-        _ => (0, u64::MAX.into()),
-    };
+    if data_type == DataType::Bool {
+        return i128::from(f != 0.0);
+    }
+    let (min, max) = data_type.integer_range().unwrap_or((0, u64::MAX.into()));
     (f.trunc() as i128).clamp(min, max)
 }
 

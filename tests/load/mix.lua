@@ -1,7 +1,8 @@
 -- wrk script for tests/load/run.py: a seeded mix of requests on load.zarr.
 --   35% node documents, 45% single 256x256 tiles, 10% 8 MiB volume regions,
 --   10% JSON of 128x128 volume regions (streamed text)
--- Each wrk thread has its own fixed seed.
+-- Each wrk thread has its own fixed seed, offset by LOAD_SEED (run.py's warm-up
+-- rounds each take another).
 local prefix = os.getenv("LOAD_PREFIX") or "/v1/datasets/load"
 local counter = 0
 
@@ -11,7 +12,7 @@ function setup(thread)
 end
 
 function init(args)
-  math.randomseed(4242 + (id or 0))
+  math.randomseed(tonumber(os.getenv("LOAD_SEED") or "4242") + (id or 0))
 end
 
 local nodes = { "/nodes/", "/nodes/volume", "/nodes/tiles" }

@@ -127,11 +127,11 @@ class RssSampler(threading.Thread):
         self.join()
 
 
-def wrk(port, duration, conns=64, threads=2, prefix="/v1/datasets/load"):
+def wrk(port, duration, conns=64, threads=2, prefix="/v1/datasets/load", seed=4242):
     cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{duration}s", "--timeout", "10s",
            "-s", os.path.join(HERE, "mix.lua"), f"http://127.0.0.1:{port}"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60,
-                         env=dict(os.environ, LOAD_PREFIX=prefix, WRK_DONE_LUA=WRK_DONE_LUA))
+                         env=dict(os.environ, LOAD_PREFIX=prefix, WRK_DONE_LUA=WRK_DONE_LUA, LOAD_SEED=str(seed)))
     for line in out.stdout.splitlines():
         if line.startswith("WRKJSON "):
             return json.loads(line[len("WRKJSON "):])
@@ -159,10 +159,13 @@ AFTER_LOAD_SLACK_MIB = 64
 
 def warm_up(server, round_seconds=3, max_rounds=10):
     """Runs the mix until the caches stop growing (by less than 1 MiB in a round), so that
-    filling them up to their budgets is not taken for growth. Returns the MiB they hold."""
+    filling them up to their budgets is not taken for growth. Returns the MiB they hold.
+    Each round draws other requests (its own seed): replaying one seeded sequence would
+    revisit the same chunks, stop the warm-up early and leave the caches to fill during
+    the measured load."""
     held = 0.0
-    for _ in range(max_rounds):
-        wrk(server.port, round_seconds)
+    for round_ in range(max_rounds):
+        wrk(server.port, round_seconds, seed=1000 + round_)
         before, held = held, server.cached_mib()
         if held - before < 1:
             break

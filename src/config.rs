@@ -71,6 +71,8 @@ pub struct Config {
     /// Most bytes one map tile may decode (413 above it, naming a zoom at
     /// which a tile would not).
     pub tile_read_limit_bytes: u64,
+    /// Largest WMS `WIDTH` or `HEIGHT`, in pixels (400 above it).
+    pub wms_max_size: u32,
     /// Largest `binary` or `npy` data response compressed on request;
     /// larger ones are sent as they are (identity).
     pub compress_max_bytes: u64,
@@ -133,6 +135,7 @@ impl Default for Config {
             log_level: "info".into(),
             max_response_bytes: 2 << 30,
             tile_read_limit_bytes: 256 << 20,
+            wms_max_size: 4096,
             compress_max_bytes: 16 << 20,
             request_timeout_secs: 60.0,
             store_timeout_secs: 30.0,
@@ -315,6 +318,9 @@ impl Config {
             if !(0.0..1e7).contains(&secs) {
                 return Err(format!("invalid {name} {secs}: expected seconds >= 0"));
             }
+        }
+        if self.wms_max_size == 0 {
+            return Err("invalid wms_max_size 0: expected at least 1".into());
         }
         for (name, n) in [
             ("store_max_concurrent_requests", self.store_max_concurrent_requests),

@@ -13,6 +13,7 @@ mod query;
 mod stall;
 mod tiles;
 mod view;
+mod wms;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,6 +55,7 @@ pub struct AppState {
     metrics: Arc<Metrics>,
     max_response_bytes: u64,
     tile_read_limit_bytes: u64,
+    wms_max_size: u32,
     /// Default colour ranges of map variables, kept for `metadata_ttl`.
     tile_ranges: moka::future::Cache<String, Option<(f64, f64)>>,
     compress_max_bytes: u64,
@@ -89,6 +91,7 @@ impl AppState {
             metrics: Arc::default(),
             max_response_bytes: config.max_response_bytes,
             tile_read_limit_bytes: config.tile_read_limit_bytes,
+            wms_max_size: config.wms_max_size,
             tile_ranges: moka::future::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
@@ -184,7 +187,11 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.yaml", get(ops::openapi));
-    compressed.merge(plain).merge(explorer::routes()).merge(tiles::routes())
+    compressed
+        .merge(plain)
+        .merge(explorer::routes())
+        .merge(tiles::routes())
+        .merge(wms::routes())
 }
 
 /// The largest POST body of a region read.
@@ -337,6 +344,11 @@ fn cache_control(state: &AppState, cacheable: bool, mut response: Response) -> R
     response
 }
 
+/// Marks an error answered in a protocol's own form (a WMS exception
+/// report), which is not made problem+json.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProtocolError;
+
 /// Rejections raised before a handler runs (a path that is not valid UTF-8
 /// once percent-decoded, a malformed extractor input) become problem+json
 /// like every other error, keeping their status and message.
@@ -345,7 +357,8 @@ async fn problem_for_rejections(response: Response) -> Response {
     let is_problem = response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"))
+        || response.extensions().get::<ProtocolError>().is_some();
     if !(status.is_client_error() || status.is_server_error()) || is_problem {
         return response;
     }

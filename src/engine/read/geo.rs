@@ -18,6 +18,9 @@ use crate::engine::read::{ReadQuery, Versions};
 /// At most this many elements of a slice are read for its default range.
 const RANGE_SAMPLE_ELEMENTS: u64 = 16 << 20;
 
+/// At most this many nodes are visited looking for geo variables.
+const MAX_LISTED_NODES: usize = 10_000;
+
 /// An array that is a geo variable, with its grid.
 #[derive(Debug, Clone)]
 pub struct GeoVariable {
@@ -68,6 +71,32 @@ impl Dataset {
             grid,
             coordinates: coordinates.clone(),
         })
+    }
+
+    /// Every geo variable of the dataset, in path order (arrays that are
+    /// not one are left out; at most [`MAX_LISTED_NODES`] nodes visited).
+    pub async fn geo_variables(&self) -> Result<Vec<GeoVariable>> {
+        let mut found = Vec::new();
+        let mut groups = vec![String::new()];
+        let mut visited = 0;
+        while let Some(group) = groups.pop() {
+            for child in self.children(&group).await? {
+                visited += 1;
+                if visited > MAX_LISTED_NODES {
+                    return Ok(found);
+                }
+                match child.node_type {
+                    "group" => groups.push(child.path),
+                    _ => {
+                        if let Ok(var) = self.geo_variable(&child.path).await {
+                            found.push(var);
+                        }
+                    }
+                }
+            }
+        }
+        found.sort_by(|a, b| a.node.path.cmp(&b.node.path));
+        Ok(found)
     }
 
     /// Plan the read of the grid rows and columns `sampling` lists, the

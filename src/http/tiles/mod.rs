@@ -21,6 +21,7 @@ use super::format::png_body;
 use super::query::TileQuery;
 use super::{ApiError, AppState};
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
+use crate::engine::labels::LabelQuery;
 use crate::engine::render::{Render, RenderRequest};
 use crate::engine::{DataType, Dataset, Error, GeoVariable};
 
@@ -226,7 +227,7 @@ async fn tile(
     })?;
     let dataset = state.dataset(&ds, &headers)?;
     let var = dataset.geo_variable(&request.variable).await?;
-    let nodata = request.render.resolve()?;
+    request.render.resolve()?;
     let sampling = Sampling::new(&var.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
     let (values, versions) = if sampling.is_empty() {
         (vec![f64::NAN; (TILE_SIZE * TILE_SIZE) as usize], Default::default())
@@ -248,7 +249,7 @@ async fn tile(
         let raster = dataset.read_raster(&var, &sampling, &plan).await?;
         (raster.values, raster.versions)
     };
-    let render = with_default_range(&state, dataset, &var, &request, nodata).await?;
+    let render = with_default_range(&state, dataset, &var, &request.labels, &request.render).await?;
     let mut parts: Vec<Vec<u8>> = vec![
         ds.clone().into_bytes(),
         format!("{}/{z}/{row}/{col}", t.id()).into_bytes(),
@@ -283,20 +284,20 @@ async fn tile(
         .expect("valid response"))
 }
 
-/// The request's rendering with `rescale` filled in when not given: the
-/// same for every tile of the variable and selection (no seams):
-/// `valid_min`/`valid_max`, else `valid_range`, else `actual_range`, else
-/// the slice's smallest and largest value, computed once and kept for
+/// `request` with `rescale` filled in when not given: the same for every
+/// tile and map of the variable and selection (no seams): `valid_min`/
+/// `valid_max`, else `valid_range`, else `actual_range`, else the slice's
+/// smallest and largest value, computed once and kept for
 /// `metadata_ttl_secs`.
-async fn with_default_range(
+pub(super) async fn with_default_range(
     state: &AppState,
     dataset: &Dataset,
     var: &GeoVariable,
-    request: &TileQuery,
-    checked: Render,
+    labels: &LabelQuery,
+    request: &RenderRequest,
 ) -> Result<Render, ApiError> {
-    if request.render.rescale.is_some() {
-        return Ok(checked);
+    if request.rescale.is_some() {
+        return Ok(request.resolve()?);
     }
     let attrs = var
         .node
@@ -316,14 +317,14 @@ async fn with_default_range(
     let range = match declared {
         Some(range) => Some(range),
         None => {
-            let nodata = request.render.nodata.as_deref().and_then(|n| n.trim().parse().ok());
+            let nodata = request.nodata.as_deref().and_then(|n| n.trim().parse().ok());
             let key = format!(
                 "{}|{}|{:?}|{:?}|{:?}",
-                dataset.name, var.node.path, request.labels.sel, request.labels.method, nodata
+                dataset.name, var.node.path, labels.sel, labels.method, nodata
             );
             state
                 .tile_ranges
-                .try_get_with(key, dataset.slice_range(var, &request.labels, nodata))
+                .try_get_with(key, dataset.slice_range(var, labels, nodata))
                 .await
                 .map_err(|e| ApiError::Engine((*e).clone()))?
         }
@@ -335,7 +336,7 @@ async fn with_default_range(
     };
     Ok(RenderRequest {
         rescale: Some(rescale),
-        ..request.render.clone()
+        ..request.clone()
     }
     .resolve()?)
 }

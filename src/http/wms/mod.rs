@@ -1,0 +1,621 @@
+//! WMS 1.3.0 (contract 3.3): `GetCapabilities`, `GetMap`,
+//! `GetLegendGraphic` and `GetFeatureInfo` over the dataset's geo
+//! variables, for QGIS, GDAL, OWSLib and web maps. OGC key-value requests:
+//! parameter names are case-insensitive and unknown ones are ignored;
+//! errors are XML `ServiceExceptionReport`s with the WMS code. A thin
+//! adapter: a map's pixels sample the grid as a tile's do (engine
+//! `geo::Sampling`), drawn by the same renderer.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::format::png_body;
+use super::AppState;
+use crate::engine::geo::Sampling;
+use crate::engine::labels::{Label, LabelQuery, LabelSel};
+use crate::engine::render::{Colormap, RenderRequest};
+use crate::engine::{DataType, Dataset, Error, GeoVariable};
+
+/// The WMS route.
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    Router::new().route("/v1/datasets/{ds}/wms", get(wms))
+}
+
+/// A WMS error: the status, the exception code (none for some), the text.
+struct WmsError(StatusCode, Option<&'static str>, String);
+
+impl WmsError {
+    fn bad(code: &'static str, text: impl Into<String>) -> Self {
+        Self(StatusCode::BAD_REQUEST, Some(code), text.into())
+    }
+}
+
+impl From<Error> for WmsError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::NotFound(m) => Self(StatusCode::NOT_FOUND, Some("LayerNotDefined"), m),
+            Error::InvalidRequest(m) => Self(StatusCode::BAD_REQUEST, Some("InvalidDimensionValue"), m),
+            other => {
+                let status = super::ApiError::Engine(other.clone()).status();
+                Self(status, None, other.to_string())
+            }
+        }
+    }
+}
+
+impl IntoResponse for WmsError {
+    fn into_response(self) -> Response {
+        let code = self.1.map_or(String::new(), |c| format!(" code=\"{c}\""));
+        let body = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ServiceExceptionReport version=\"1.3.0\" \
+             xmlns=\"http://www.opengis.net/ogc\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+             xsi:schemaLocation=\"http://www.opengis.net/ogc http://schemas.opengis.net/wms/1.3.0/exceptions_1_3_0.xsd\">\n\
+             <ServiceException{code}>{}</ServiceException>\n</ServiceExceptionReport>\n",
+            escape(&self.2)
+        );
+        let mut response = (
+            self.0,
+            [(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"))],
+            body,
+        )
+            .into_response();
+        response.extensions_mut().insert(super::ProtocolError);
+        response
+    }
+}
+
+/// XML text with `&`, `<`, `>` and quotes escaped.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The request's parameters, names upper-cased (OGC names are
+/// case-insensitive); the first of a repeated name wins.
+struct Params(HashMap<String, String>);
+
+impl Params {
+    fn parse(query: Option<&str>) -> Self {
+        let mut map = HashMap::new();
+        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            map.entry(k.to_ascii_uppercase()).or_insert_with(|| v.into_owned());
+        }
+        Self(map)
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    fn required(&self, name: &str) -> Result<&str, WmsError> {
+        self.get(name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| WmsError::bad("MissingParameterValue", format!("parameter {name} is required")))
+    }
+}
+
+/// `GET /v1/datasets/{ds}/wms?SERVICE=WMS&REQUEST=...`.
+async fn wms(
+    State(state): State<Arc<AppState>>,
+    Path(ds): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    match answer(&state, &ds, query.as_deref(), &headers).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn answer(state: &AppState, ds: &str, query: Option<&str>, headers: &HeaderMap) -> Result<Response, WmsError> {
+    let dataset = state
+        .dataset(ds, headers)
+        .map_err(|e| WmsError(e.status(), None, e.to_string()))?;
+    let params = Params::parse(query);
+    if let Some(service) = params.get("SERVICE") {
+        if !service.eq_ignore_ascii_case("WMS") {
+            return Err(WmsError::bad(
+                "InvalidParameterValue",
+                format!("SERVICE={service}: this is a WMS"),
+            ));
+        }
+    }
+    let request = params.required("REQUEST")?;
+    match request.to_ascii_lowercase().as_str() {
+        "getcapabilities" => capabilities(dataset, ds, headers).await,
+        "getmap" => get_map(state, dataset, &params).await,
+        "getlegendgraphic" => legend(state, dataset, &params).await,
+        "getfeatureinfo" => feature_info(dataset, &params).await,
+        _ => Err(WmsError::bad(
+            "OperationNotSupported",
+            format!("REQUEST={request}: use GetCapabilities, GetMap, GetLegendGraphic or GetFeatureInfo"),
+        )),
+    }
+}
+
+/// The styles: `raster/<colormap>` for each colormap.
+fn style_colormap(style: Option<&str>) -> Result<Option<String>, WmsError> {
+    let Some(style) = style.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    if style.eq_ignore_ascii_case("default") {
+        return Ok(None);
+    }
+    let name = style.strip_prefix("raster/").unwrap_or(style);
+    match Colormap::named(name) {
+        Some(_) => Ok(Some(name.to_string())),
+        None => Err(WmsError::bad(
+            "StyleNotDefined",
+            format!(
+                "style '{style}' is not known: use raster/<colormap> with one of {}",
+                Colormap::names().join(", ")
+            ),
+        )),
+    }
+}
+
+/// The layer a `LAYERS`/`LAYER`/`QUERY_LAYERS` value names (one).
+async fn layer(dataset: &Dataset, names: &str) -> Result<GeoVariable, WmsError> {
+    let name = names.split(',').next().unwrap_or("").trim().trim_start_matches('/');
+    match dataset.geo_variable(name).await {
+        Ok(var) => Ok(var),
+        Err(Error::NotFound(_)) | Err(Error::InvalidRequest(_)) | Err(Error::Unsupported(_)) => Err(WmsError(
+            StatusCode::NOT_FOUND,
+            Some("LayerNotDefined"),
+            format!("no layer '{name}' (a geo variable's path) in this dataset"),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The labels `TIME`, `ELEVATION` and `DIM_<NAME>` pick.
+fn dimension_labels(var: &GeoVariable, params: &Params) -> Result<LabelQuery, WmsError> {
+    let meta = var.node.array().map_err(WmsError::from)?;
+    let names = meta.dimension_names.clone().unwrap_or_default();
+    let name_of = |d: Option<usize>| d.and_then(|d| names.get(d).cloned().flatten());
+    let mut labels = LabelQuery::default();
+    let mut pick = |dim: Option<String>, value: &str, what: &str| -> Result<(), WmsError> {
+        let dim = dim.ok_or_else(|| {
+            WmsError::bad(
+                "InvalidDimensionValue",
+                format!("{what}: this layer has no such dimension"),
+            )
+        })?;
+        labels
+            .sel
+            .push((dim, LabelSel::Point(Label::Text(value.trim().to_string()))));
+        Ok(())
+    };
+    if let Some(time) = params.get("TIME").filter(|v| !v.is_empty()) {
+        pick(name_of(var.grid.t_dim), time, "TIME")?;
+    }
+    if let Some(elevation) = params.get("ELEVATION").filter(|v| !v.is_empty()) {
+        pick(name_of(var.grid.z_dim), elevation, "ELEVATION")?;
+    }
+    for (key, value) in &params.0 {
+        if let Some(dim) = key.strip_prefix("DIM_") {
+            let found = names.iter().flatten().find(|n| n.eq_ignore_ascii_case(dim)).cloned();
+            pick(found, value, key)?;
+        }
+    }
+    Ok(labels)
+}
+
+/// A map request's pixel centres: longitudes per column, latitudes per
+/// row (top to bottom), from `CRS`, `BBOX`, `WIDTH` and `HEIGHT`.
+struct MapFrame {
+    width: u32,
+    height: u32,
+    lons: Vec<f64>,
+    lats: Vec<f64>,
+}
+
+fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
+    let size = |name: &str| -> Result<u32, WmsError> {
+        let n: u32 = params
+            .required(name)?
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| WmsError::bad("InvalidParameterValue", format!("{name} must be a positive integer")))?;
+        if n > max_size {
+            return Err(WmsError(
+                StatusCode::BAD_REQUEST,
+                None,
+                format!("{name} {n} is more than wms_max_size = {max_size}"),
+            ));
+        }
+        Ok(n)
+    };
+    let (width, height) = (size("WIDTH")?, size("HEIGHT")?);
+    let crs = params.get("CRS").or_else(|| params.get("SRS")).unwrap_or("CRS:84");
+    let bbox: Vec<f64> = params
+        .required("BBOX")?
+        .split(',')
+        .map(|v| v.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .ok()
+        .filter(|b: &Vec<f64>| b.len() == 4 && b.iter().all(|v| v.is_finite()) && b[0] < b[2] && b[1] < b[3])
+        .ok_or_else(|| {
+            WmsError::bad(
+                "InvalidParameterValue",
+                "BBOX must be minx,miny,maxx,maxy with min < max",
+            )
+        })?;
+    let spread = |lo: f64, hi: f64, n: u32| -> Vec<f64> {
+        (0..n)
+            .map(|k| lo + (f64::from(k) + 0.5) * (hi - lo) / f64::from(n))
+            .collect()
+    };
+    let down = |lo: f64, hi: f64, n: u32| -> Vec<f64> {
+        (0..n)
+            .map(|k| hi - (f64::from(k) + 0.5) * (hi - lo) / f64::from(n))
+            .collect()
+    };
+    let (lons, lats) = match crs.to_ascii_uppercase().as_str() {
+        "CRS:84" | "OGC:CRS84" => (spread(bbox[0], bbox[2], width), down(bbox[1], bbox[3], height)),
+        // EPSG:4326 in WMS 1.3.0: latitude first.
+        "EPSG:4326" => (spread(bbox[1], bbox[3], width), down(bbox[0], bbox[2], height)),
+        "EPSG:3857" | "EPSG:900913" => {
+            const R: f64 = 6_378_137.0;
+            let lons = spread(bbox[0], bbox[2], width)
+                .into_iter()
+                .map(|x| (x / R).to_degrees())
+                .collect();
+            let lats = down(bbox[1], bbox[3], height)
+                .into_iter()
+                .map(|y| (y / R).sinh().atan().to_degrees())
+                .collect();
+            (lons, lats)
+        }
+        other => {
+            return Err(WmsError::bad(
+                "InvalidCRS",
+                format!("CRS {other} is not served: use CRS:84, EPSG:4326 or EPSG:3857"),
+            ))
+        }
+    };
+    // Longitudes past ±180 (a map panned round the world) wrap.
+    let lons = lons
+        .into_iter()
+        .map(|l| (l + 180.0).rem_euclid(360.0) - 180.0)
+        .collect();
+    Ok(MapFrame {
+        width,
+        height,
+        lons,
+        lats,
+    })
+}
+
+/// `GetMap`: the layer drawn on the requested frame.
+async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
+    let var = layer(dataset, params.required("LAYERS")?).await?;
+    if let Some(format) = params.get("FORMAT") {
+        if !format.eq_ignore_ascii_case("image/png") && !format.is_empty() {
+            return Err(WmsError::bad(
+                "InvalidFormat",
+                format!("FORMAT {format}: only image/png is served"),
+            ));
+        }
+    }
+    let colormap = style_colormap(params.get("STYLES"))?;
+    let frame = frame(params, state.wms_max_size)?;
+    let labels = dimension_labels(&var, params)?;
+    let render = RenderRequest {
+        rescale: params
+            .get("COLORSCALERANGE")
+            .filter(|v| !v.is_empty())
+            .map(str::to_string),
+        colormap,
+        nodata: None,
+    };
+    let render = super::tiles::with_default_range(state, dataset, &var, &labels, &render)
+        .await
+        .map_err(|e| WmsError(e.status(), Some("InvalidParameterValue"), e.to_string()))?;
+    let sampling = Sampling::new(&var.grid, &frame.lons, &frame.lats);
+    let values = if sampling.is_empty() {
+        vec![f64::NAN; frame.width as usize * frame.height as usize]
+    } else {
+        let plan = dataset.plan_raster(&var, &sampling, &labels).await?;
+        dataset.read_raster(&var, &sampling, &plan).await?.values
+    };
+    let transparent = params
+        .get("TRANSPARENT")
+        .is_some_and(|t| t.eq_ignore_ascii_case("true"));
+    let (width, height) = (frame.width, frame.height);
+    let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, Error> {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut rgba = render.rgba(DataType::Float64, &bytes)?;
+        if !transparent {
+            // No data on an opaque map: white (BGCOLOR's default).
+            for pixel in rgba.chunks_exact_mut(4).filter(|p| p[3] == 0) {
+                pixel.copy_from_slice(&[255, 255, 255, 255]);
+            }
+        }
+        png_body(width, height, &rgba).map_err(|e| Error::Internal(format!("PNG encoding: {e}")))
+    })
+    .await
+    .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, e.to_string()))??;
+    Ok(png_response(png))
+}
+
+fn png_response(png: Vec<u8>) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("image/png"))],
+        Body::from(png),
+    )
+        .into_response()
+}
+
+/// `GetLegendGraphic`: a vertical colour bar of the style, high values on top.
+async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
+    let var = layer(
+        dataset,
+        params.get("LAYER").or_else(|| params.get("LAYERS")).unwrap_or(""),
+    )
+    .await?;
+    let colormap = style_colormap(params.get("STYLE").or_else(|| params.get("STYLES")))?;
+    let size = |name: &str, default: u32| -> Result<u32, WmsError> {
+        match params.get(name).filter(|v| !v.is_empty()) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=state.wms_max_size).contains(n))
+                .ok_or_else(|| WmsError::bad("InvalidParameterValue", format!("{name} {v}"))),
+        }
+    };
+    let (width, height) = (size("WIDTH", 20)?, size("HEIGHT", 256)?);
+    let labels = dimension_labels(&var, params)?;
+    let request = RenderRequest {
+        rescale: params
+            .get("COLORSCALERANGE")
+            .filter(|v| !v.is_empty())
+            .map(str::to_string),
+        colormap,
+        nodata: None,
+    };
+    let render = super::tiles::with_default_range(state, dataset, &var, &labels, &request)
+        .await
+        .map_err(|e| WmsError(e.status(), None, e.to_string()))?;
+    let (lo, hi) = render.rescale().unwrap_or((0.0, 1.0));
+    let mut values = Vec::with_capacity(width as usize * height as usize);
+    for row in 0..height {
+        let t = if height > 1 {
+            f64::from(height - 1 - row) / f64::from(height - 1)
+        } else {
+            1.0
+        };
+        values.extend(std::iter::repeat_n(lo + t * (hi - lo), width as usize));
+    }
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let rgba = render.rgba(DataType::Float64, &bytes).map_err(WmsError::from)?;
+    let png = png_body(width, height, &rgba)
+        .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, format!("PNG encoding: {e}")))?;
+    Ok(png_response(png))
+}
+
+/// `GetFeatureInfo`: the value under pixel (`I`, `J`) and its cell.
+async fn feature_info(dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
+    let var = layer(dataset, params.required("QUERY_LAYERS")?).await?;
+    let frame = frame(params, u32::MAX)?;
+    let pixel = |name: &str, n: u32| -> Result<usize, WmsError> {
+        params
+            .required(name)?
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|v| *v < n)
+            .map(|v| v as usize)
+            .ok_or_else(|| {
+                WmsError::bad(
+                    "InvalidPoint",
+                    format!("{name} must be a pixel of the map (0 to {})", n - 1),
+                )
+            })
+    };
+    let (i, j) = (pixel("I", frame.width)?, pixel("J", frame.height)?);
+    let (lon, lat) = (frame.lons[i], frame.lats[j]);
+    let labels = dimension_labels(&var, params)?;
+    let sampling = Sampling::new(&var.grid, &[lon], &[lat]);
+    let (value, cell) = if sampling.is_empty() {
+        (None, None)
+    } else {
+        let plan = dataset.plan_raster(&var, &sampling, &labels).await?;
+        let raster = dataset.read_raster(&var, &sampling, &plan).await?;
+        let value = raster.values[0];
+        let cell = (var.grid.x.centre(sampling.cols[0]), var.grid.y.centre(sampling.rows[0]));
+        ((!value.is_nan()).then_some(value), Some(cell))
+    };
+    let name = var.node.path.clone();
+    let (x, y) = cell.unwrap_or((lon, lat));
+    let format = params.get("INFO_FORMAT").unwrap_or("application/json");
+    if format.eq_ignore_ascii_case("text/plain") {
+        let text = format!(
+            "layer: {name}\nvalue: {}\nx: {x}\ny: {y}\n",
+            value.map_or("null".to_string(), |v| v.to_string())
+        );
+        return Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"))], text).into_response());
+    }
+    if !format.eq_ignore_ascii_case("application/json") {
+        return Err(WmsError::bad(
+            "InvalidFormat",
+            format!("INFO_FORMAT {format}: use application/json or text/plain"),
+        ));
+    }
+    let doc = json!({
+        "type": "FeatureCollection",
+        "features": [{
+            "type": "Feature",
+            "id": name,
+            "geometry": {"type": "Point", "coordinates": [x, y]},
+            "properties": {"value": value, "x": cell.map(|c| c.0), "y": cell.map(|c| c.1)},
+        }],
+    });
+    Ok((
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        doc.to_string(),
+    )
+        .into_response())
+}
+
+/// `GetCapabilities`: every geo variable of the dataset as a layer.
+async fn capabilities(dataset: &Dataset, ds: &str, headers: &HeaderMap) -> Result<Response, WmsError> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let url = escape(&format!("http://{host}/v1/datasets/{ds}/wms?"));
+    let variables = dataset.geo_variables().await?;
+    let mut layers = String::new();
+    let mut all = [180.0f64, 90.0, -180.0, -90.0];
+    for var in &variables {
+        let [w, s, e, n] = var.grid.bounds();
+        all = [all[0].min(w), all[1].min(s), all[2].max(e), all[3].max(n)];
+        layers.push_str(&layer_xml(dataset, var, &url).await?);
+    }
+    if variables.is_empty() {
+        all = [-180.0, -90.0, 180.0, 90.0];
+    }
+    let title = escape(dataset.description.as_deref().unwrap_or(ds));
+    let mut xml = String::new();
+    let _ = write!(
+        xml,
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<WMS_Capabilities version="1.3.0" xmlns="http://www.opengis.net/wms" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.opengis.net/wms http://schemas.opengis.net/wms/1.3.0/capabilities_1_3_0.xsd">
+<Service><Name>WMS</Name><Title>{title}</Title><OnlineResource xlink:type="simple" xlink:href="{url}"/></Service>
+<Capability>
+<Request>
+<GetCapabilities><Format>text/xml</Format>{dcp}</GetCapabilities>
+<GetMap><Format>image/png</Format>{dcp}</GetMap>
+<GetFeatureInfo><Format>application/json</Format><Format>text/plain</Format>{dcp}</GetFeatureInfo>
+</Request>
+<Exception><Format>XML</Format></Exception>
+<Layer><Title>{title}</Title><CRS>CRS:84</CRS><CRS>EPSG:4326</CRS><CRS>EPSG:3857</CRS>
+{bbox}
+{layers}</Layer>
+</Capability>
+</WMS_Capabilities>
+"#,
+        dcp = format_args!(
+            r#"<DCPType><HTTP><Get><OnlineResource xlink:type="simple" xlink:href="{url}"/></Get></HTTP></DCPType>"#
+        ),
+        bbox = geographic_box(all),
+    );
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"))], xml).into_response())
+}
+
+fn geographic_box([w, s, e, n]: [f64; 4]) -> String {
+    format!(
+        "<EX_GeographicBoundingBox><westBoundLongitude>{w}</westBoundLongitude><eastBoundLongitude>{e}</eastBoundLongitude>\
+         <southBoundLatitude>{s}</southBoundLatitude><northBoundLatitude>{n}</northBoundLatitude></EX_GeographicBoundingBox>"
+    )
+}
+
+/// One `Layer` element.
+async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<String, WmsError> {
+    let meta = var.node.array().map_err(WmsError::from)?;
+    let attrs = var
+        .node
+        .metadata
+        .as_ref()
+        .map(|m| m.attributes().clone())
+        .unwrap_or(Value::Null);
+    let name = escape(&var.node.path);
+    let title = escape(attrs.get("long_name").and_then(Value::as_str).unwrap_or(&var.node.path));
+    let [w, s, e, n] = var.grid.bounds();
+    let (ew, ee) = if w <= e { (w, e) } else { (-180.0, 180.0) };
+    let merc = |lon: f64, lat: f64| {
+        const R: f64 = 6_378_137.0;
+        let lat = lat.clamp(-85.051_128_779_806_59, 85.051_128_779_806_59);
+        (
+            R * lon.to_radians(),
+            R * (std::f64::consts::FRAC_PI_4 + lat.to_radians() / 2.0).tan().ln(),
+        )
+    };
+    let (mx0, my0) = merc(ew, s);
+    let (mx1, my1) = merc(ee, n);
+    let mut xml = format!(
+        "<Layer queryable=\"1\"><Name>{name}</Name><Title>{title}</Title>{}\
+         <BoundingBox CRS=\"CRS:84\" minx=\"{ew}\" miny=\"{s}\" maxx=\"{ee}\" maxy=\"{n}\"/>\
+         <BoundingBox CRS=\"EPSG:4326\" minx=\"{s}\" miny=\"{ew}\" maxx=\"{n}\" maxy=\"{ee}\"/>\
+         <BoundingBox CRS=\"EPSG:3857\" minx=\"{mx0}\" miny=\"{my0}\" maxx=\"{mx1}\" maxy=\"{my1}\"/>",
+        geographic_box([w, s, e, n])
+    );
+    let names = meta.dimension_names.clone().unwrap_or_default();
+    for (dim, wms_name) in [(var.grid.t_dim, "time"), (var.grid.z_dim, "elevation")] {
+        let Some(d) = dim else { continue };
+        let Ok(Some(labels)) = dataset.dimension_labels(&var.node.path, d).await else {
+            continue;
+        };
+        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        let values: Vec<String> = labels.iter().map(text).collect();
+        let default = match wms_name {
+            "time" => values.last().cloned(),
+            _ => values.first().cloned(),
+        }
+        .unwrap_or_default();
+        let units = if wms_name == "time" {
+            "ISO8601".to_string()
+        } else {
+            let coord = names.get(d).cloned().flatten().unwrap_or_default();
+            let unit = dataset
+                .node(&coord_path(&var.node.path, &coord))
+                .await
+                .ok()
+                .and_then(|n| {
+                    n.metadata
+                        .as_ref()?
+                        .attributes()
+                        .get("units")?
+                        .as_str()
+                        .map(str::to_string)
+                });
+            unit.unwrap_or_else(|| "unknown".into())
+        };
+        let _ = write!(
+            xml,
+            "<Dimension name=\"{wms_name}\" units=\"{}\" default=\"{}\">{}</Dimension>",
+            escape(&units),
+            escape(&default),
+            escape(&values.join(","))
+        );
+    }
+    for colormap in Colormap::names() {
+        let legend = format!(
+            "{url}SERVICE=WMS&REQUEST=GetLegendGraphic&LAYER={}&STYLE=raster/{colormap}",
+            var.node.path
+        );
+        let _ = write!(
+            xml,
+            "<Style><Name>raster/{colormap}</Name><Title>{colormap}</Title>\
+             <LegendURL width=\"20\" height=\"256\"><Format>image/png</Format>\
+             <OnlineResource xlink:type=\"simple\" xlink:href=\"{}\"/></LegendURL></Style>",
+            escape(&legend)
+        );
+    }
+    xml.push_str("</Layer>\n");
+    Ok(xml)
+}
+
+/// The path of the coordinate `name` beside the array at `path`.
+fn coord_path(path: &str, name: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((parent, _)) => format!("{parent}/{name}"),
+        None => name.to_string(),
+    }
+}

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Write the sample datasets served by `zarr-serve` when started without arguments.
 
-Usage: python scripts/make_sample.py OUTDIR      -> OUTDIR/sample.zarr, OUTDIR/stations.zarr
+Usage: python scripts/make_sample.py OUTDIR      -> OUTDIR/sample.zarr, OUTDIR/stations.zarr,
+                                                    OUTDIR/climate.zarr
 
 - sample.zarr (Zarr v3, zarr-python 3): a sharded temperature cube, a mask, a
   labels group with a string array;
 - stations.zarr (Zarr v2 with consolidated metadata, written by xarray the way
   most public archives are): daily station data with a CF time coordinate,
-  packed int16 temperatures and a string station coordinate.
+  packed int16 temperatures and a string station coordinate;
+- climate.zarr (Zarr v3, written by xarray): a global 2-degree near-surface
+  temperature field on latitude (north to south) and longitude (0..360) with
+  a CF time coordinate: a geo variable for map tiles and WMS.
 
 Written with zarr-python 3 (see tests/fixtures/requirements.txt for pinned versions).
 Deterministic: the content is computed, gzip headers use mtime 0.
@@ -93,6 +97,7 @@ def main():
     names[...] = np.array(["unknown", "ocean", "land"], dtype=object)
     report(out)
     write_stations(os.path.join(os.path.abspath(sys.argv[1]), "stations.zarr"))
+    write_climate(os.path.join(os.path.abspath(sys.argv[1]), "climate.zarr"))
 
 
 def write_stations(out):
@@ -125,6 +130,36 @@ def write_stations(out):
         "time": {"units": "days since 2020-01-01", "calendar": "proleptic_gregorian", "dtype": "int64"},
     }
     ds.to_zarr(out, mode="w", zarr_format=2, consolidated=True, encoding=encoding)
+    report(out)
+
+
+def write_climate(out):
+    """A global grid as models and reanalyses publish one: latitude from north
+    to south, longitude 0..360, CF time, float32 with a fill value."""
+    import pandas as pd
+    import xarray as xr
+
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    lat = np.arange(89.0, -90.0, -2.0)
+    lon = np.arange(1.0, 360.0, 2.0)
+    time = pd.date_range("2024-01-01", periods=4, freq="D")
+    la, lo = np.meshgrid(np.deg2rad(lat), np.deg2rad(lon), indexing="ij")
+    base = 300.0 - 55.0 * np.sin(la) ** 2 + 4.0 * np.cos(3 * lo) * np.cos(la)
+    tas = np.stack([base + 2.0 * np.sin(lo + 0.5 * d) * np.cos(la) for d in range(len(time))]).astype("float32")
+    tas[:, 40:45, 100:110] = np.nan  # a patch of missing values
+    ds = xr.Dataset(
+        {"tas": (("time", "lat", "lon"), tas,
+                 {"units": "K", "standard_name": "air_temperature",
+                  "long_name": "near-surface air temperature"})},
+        coords={"time": time,
+                "lat": ("lat", lat, {"units": "degrees_north", "standard_name": "latitude"}),
+                "lon": ("lon", lon, {"units": "degrees_east", "standard_name": "longitude"})},
+        attrs={"title": "zarr-serve sample climate field (synthetic)", "Conventions": "CF-1.8",
+               "source": "scripts/make_sample.py (synthetic)", "license": "CC0-1.0"})
+    encoding = {"tas": {"chunks": (1, 45, 90), "_FillValue": np.float32("nan")},
+                "time": {"units": "days since 2024-01-01", "dtype": "int64"}}
+    ds.to_zarr(out, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
     report(out)
 
 

@@ -106,7 +106,10 @@ async fn get(server: &Server, path: &str) -> reqwest::Response {
 
 /// RGBA pixels of a PNG.
 fn pixels(png: &[u8]) -> (u32, u32, Vec<u8>) {
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+    // Indexed or RGBA: palettes and tRNS expanded, always RGBA.
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::ALPHA);
+    let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut buf).unwrap();
     buf.truncate(info.buffer_size());

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::{json_body, npy_header, npy_text, png_body, streamable, Format, JsonSlabs, ResultLabels};
+use super::format::{json_body, npy_header, npy_text, png_picture, streamable, Format, JsonSlabs, ResultLabels};
 use super::problem::ApiError;
 use super::query::Query;
 use super::AppState;
@@ -273,8 +273,9 @@ async fn draw(render: Render, answer: &Answer, data: Bytes) -> Result<Bytes, Api
     const INLINE_PIXELS: u64 = 512 * 512;
     let (data_type, height, width) = (answer.data_type, answer.shape[0] as u32, answer.shape[1] as u32);
     let picture = move || -> Result<Vec<u8>, ApiError> {
-        let rgba = render.rgba(data_type, &data)?;
-        png_body(width, height, &rgba).map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
+        let picture = render.picture(data_type, &data)?;
+        png_picture(width, height, &picture)
+            .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
     };
     let png = if u64::from(width) * u64::from(height) <= INLINE_PIXELS {
         picture()?

@@ -7,6 +7,7 @@ use std::fmt::Write;
 use base64::Engine;
 
 use super::problem::ApiError;
+use crate::engine::render::Picture;
 use crate::engine::values::text_values;
 use crate::engine::{vlen, DataType, NAT};
 
@@ -121,6 +122,29 @@ pub(super) fn accept_items(accept: &str) -> impl Iterator<Item = (String, f32)> 
 /// 0.2x the binary tile rate here; stored 0.45x), and HTTP compression
 /// (`Accept-Encoding`, which browsers always send) compresses it better
 /// when the client wants it.
+/// A picture as a PNG: indexed colour (a palette, and `tRNS` when some of
+/// its colours are transparent) when it has at most 256 colours, one byte a
+/// pixel; else RGBA. Both decode to the same RGBA (api.md 3.3).
+pub(super) fn png_picture(width: u32, height: u32, picture: &Picture) -> Result<Vec<u8>, png::EncodingError> {
+    let (indices, palette) = match picture {
+        Picture::Rgba(rgba) => return png_body(width, height, rgba),
+        Picture::Indexed { indices, palette } => (indices, palette),
+    };
+    let mut out = Vec::with_capacity(indices.len() + indices.len() / 64 + 2048);
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Indexed);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::NoCompression);
+    encoder.set_palette(palette.iter().flat_map(|c| [c[0], c[1], c[2]]).collect::<Vec<u8>>());
+    if let Some(last) = palette.iter().rposition(|c| c[3] != 255) {
+        encoder.set_trns(palette[..=last].iter().map(|c| c[3]).collect::<Vec<u8>>());
+    }
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(indices)?;
+    writer.finish()?;
+    Ok(out)
+}
+
 pub(super) fn png_body(width: u32, height: u32, rgba: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
     let mut out = Vec::with_capacity(rgba.len() + rgba.len() / 64 + 1024);
     let mut encoder = png::Encoder::new(&mut out, width, height);
@@ -443,6 +467,31 @@ fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An indexed PNG decodes (palette and tRNS expanded) to the RGBA of
+    /// its picture, transparent entries or none.
+    #[test]
+    fn indexed_pngs_decode_to_their_pictures() {
+        for (width, height, clear) in [(1u32, 1u32, false), (256, 256, true), (129, 257, true), (300, 2, false)] {
+            let mut palette: Vec<[u8; 4]> = (0..256u32)
+                .map(|i| [i as u8, (i * 3) as u8, 255 - i as u8, 255])
+                .collect();
+            if clear {
+                palette[17] = [0, 0, 0, 0];
+            }
+            let indices: Vec<u8> = (0..width * height).map(|i| (i * 31 + i / 7) as u8).collect();
+            let picture = Picture::Indexed { indices, palette };
+            let png = png_picture(width, height, &picture).unwrap();
+            let mut decoder = png::Decoder::new(std::io::Cursor::new(png));
+            decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::ALPHA);
+            let mut reader = decoder.read_info().unwrap();
+            assert_eq!(reader.info().color_type, png::ColorType::Indexed);
+            let mut decoded = vec![0; reader.output_buffer_size().unwrap()];
+            let info = reader.next_frame(&mut decoded).unwrap();
+            assert_eq!(info.color_type, png::ColorType::Rgba);
+            assert_eq!(decoded, picture.to_rgba(), "{width}x{height}");
+        }
+    }
 
     #[test]
     fn pngs_decode_to_their_rasters() {

@@ -230,7 +230,7 @@ def test_packed_cf_data_is_previewed_unpacked(browser):
     import numpy as np
     open_page(browser, "/explore/stations/temperature")
     wait_for_picture(browser, "decode=cf")
-    picture = np.asarray(Image.open(io.BytesIO(requests.get(picture_src(browser), timeout=30).content)))
+    picture = np.asarray(Image.open(io.BytesIO(requests.get(picture_src(browser), timeout=30).content)).convert("RGBA"))
     raw = np.load(io.BytesIO(requests.get(f"{BASE_URL}/v1/datasets/stations/data/temperature",
                                           params={"format": "npy"}, timeout=30).content))
     missing = raw == -32768

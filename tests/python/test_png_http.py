@@ -34,8 +34,9 @@ def pixels(response) -> np.ndarray:
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "image/png"
     image = Image.open(io.BytesIO(response.content))
-    assert image.mode == "RGBA", image.mode
-    return np.asarray(image)
+    # RGBA, or indexed colour (palette and tRNS) that decodes to the same.
+    assert image.mode in ("RGBA", "P"), image.mode
+    return np.asarray(image.convert("RGBA"))
 
 
 def render(values: np.ndarray, colormap="gray", rescale=None, nodata=None) -> np.ndarray:

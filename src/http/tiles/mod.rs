@@ -17,7 +17,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::png_body;
+use super::format::png_picture;
 use super::query::TileQuery;
 use super::{ApiError, AppState};
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
@@ -272,8 +272,8 @@ async fn tile(
     }
     let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let rgba = render.rgba(DataType::Float64, &bytes)?;
-        png_body(TILE_SIZE, TILE_SIZE, &rgba)
+        let picture = render.picture(DataType::Float64, &bytes)?;
+        png_picture(TILE_SIZE, TILE_SIZE, &picture)
             .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
     })
     .await

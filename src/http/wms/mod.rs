@@ -18,7 +18,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::format::png_body;
+use super::format::png_picture;
 use super::AppState;
 use crate::engine::geo::Sampling;
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
@@ -338,14 +338,12 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     let (width, height) = (frame.width, frame.height);
     let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, Error> {
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut rgba = render.rgba(DataType::Float64, &bytes)?;
+        let mut picture = render.picture(DataType::Float64, &bytes)?;
         if !transparent {
             // No data on an opaque map: white (BGCOLOR's default).
-            for pixel in rgba.chunks_exact_mut(4).filter(|p| p[3] == 0) {
-                pixel.copy_from_slice(&[255, 255, 255, 255]);
-            }
+            picture.fill_transparent([255, 255, 255, 255]);
         }
-        png_body(width, height, &rgba).map_err(|e| Error::Internal(format!("PNG encoding: {e}")))
+        png_picture(width, height, &picture).map_err(|e| Error::Internal(format!("PNG encoding: {e}")))
     })
     .await
     .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, e.to_string()))??;
@@ -403,8 +401,8 @@ async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<
         values.extend(std::iter::repeat_n(lo + t * (hi - lo), width as usize));
     }
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let rgba = render.rgba(DataType::Float64, &bytes).map_err(WmsError::from)?;
-    let png = png_body(width, height, &rgba)
+    let picture = render.picture(DataType::Float64, &bytes).map_err(WmsError::from)?;
+    let png = png_picture(width, height, &picture)
         .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, format!("PNG encoding: {e}")))?;
     Ok(png_response(png))
 }

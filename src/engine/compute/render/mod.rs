@@ -10,6 +10,47 @@ use crate::engine::error::{Error, Result};
 use crate::engine::format::data_type::DataType;
 use crate::engine::format::values::{is_real, real_values};
 
+/// A drawn picture: palette indices (one byte a pixel, at most 256 RGBA
+/// colours), or RGBA pixels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Picture {
+    /// Indices into `palette`.
+    Indexed {
+        /// One index a pixel.
+        indices: Vec<u8>,
+        /// RGBA colours.
+        palette: Vec<[u8; 4]>,
+    },
+    /// Four bytes a pixel.
+    Rgba(Vec<u8>),
+}
+
+impl Picture {
+    /// The RGBA pixels the picture shows.
+    pub fn to_rgba(&self) -> Vec<u8> {
+        match self {
+            Picture::Rgba(rgba) => rgba.clone(),
+            Picture::Indexed { indices, palette } => indices.iter().flat_map(|&i| palette[usize::from(i)]).collect(),
+        }
+    }
+
+    /// Every transparent pixel in `colour` instead (an opaque map's background).
+    pub fn fill_transparent(&mut self, colour: [u8; 4]) {
+        match self {
+            Picture::Rgba(rgba) => {
+                for pixel in rgba.chunks_exact_mut(4).filter(|p| p[3] == 0) {
+                    pixel.copy_from_slice(&colour);
+                }
+            }
+            Picture::Indexed { palette, .. } => {
+                for entry in palette.iter_mut().filter(|p| p[3] == 0) {
+                    *entry = colour;
+                }
+            }
+        }
+    }
+}
+
 /// The largest side of a rendered picture, in pixels.
 pub const MAX_SIDE: u64 = 16_384;
 
@@ -133,6 +174,84 @@ impl Render {
             }
         }
         Ok(out)
+    }
+
+    /// The picture of `data` with one byte a pixel: indices into a palette
+    /// of at most 256 RGBA colours, which decodes to exactly what
+    /// [`Render::rgba`] draws. A picture that uses all 256 colours and has
+    /// transparent pixels too needs 257 entries: then RGBA.
+    pub fn picture(&self, data_type: DataType, data: &[u8]) -> Result<Picture> {
+        const CLEAR: u16 = 256;
+        let palette = self.palette();
+        let codes: Vec<u16> = if matches!(data_type, DataType::Bool | DataType::Int8 | DataType::UInt8) {
+            let by_byte = self.byte_codes(data_type, data);
+            data.iter().map(|&b| by_byte[usize::from(b)]).collect()
+        } else {
+            let values = real_values(data_type, data)?;
+            let nodata = self.nodata.map(|v| in_type(data_type, v));
+            let (lo, hi) = self.range(values.iter().copied(), nodata);
+            values
+                .iter()
+                .map(|&v| {
+                    if drawn(v, nodata) {
+                        u16::from(index(v, lo, hi))
+                    } else {
+                        CLEAR
+                    }
+                })
+                .collect()
+        };
+        let mut used = [false; 257];
+        for &c in &codes {
+            used[usize::from(c)] = true;
+        }
+        // Transparency takes the first colour no pixel uses.
+        let clear_slot = match used[usize::from(CLEAR)] {
+            false => None,
+            true => match used[..256].iter().position(|u| !u) {
+                Some(slot) => Some(slot as u8),
+                None => return self.rgba(data_type, data).map(Picture::Rgba),
+            },
+        };
+        let mut colours = palette.to_vec();
+        if let Some(slot) = clear_slot {
+            colours[usize::from(slot)] = [0, 0, 0, 0];
+        }
+        let clear = clear_slot.unwrap_or(0);
+        let indices = codes
+            .into_iter()
+            .map(|c| if c == CLEAR { clear } else { c as u8 })
+            .collect();
+        Ok(Picture::Indexed {
+            indices,
+            palette: colours,
+        })
+    }
+
+    /// The palette code of each byte value (256: transparent), for one-byte types.
+    fn byte_codes(&self, data_type: DataType, data: &[u8]) -> [u16; 256] {
+        let value = |b: u8| byte_value(data_type, b);
+        let nodata = self.nodata;
+        let (lo, hi) = match (self.range, nodata) {
+            (Some(range), _) => range,
+            (None, None) => self.range(byte_extremes(data_type, data).into_iter().flatten().map(value), None),
+            (None, Some(_)) => {
+                let mut present = [false; 256];
+                for &b in data {
+                    present[usize::from(b)] = true;
+                }
+                let present_values = (0..=255u8).filter(|b| present[usize::from(*b)]).map(value);
+                self.range(present_values, nodata)
+            }
+        };
+        std::array::from_fn(|b| {
+            let v = value(b as u8);
+            if drawn(v, nodata) {
+                u16::from(index(v, lo, hi))
+            } else {
+                256
+            }
+        })
     }
 
     /// One-byte types (bool, int8, uint8): each of the 256 byte values is
@@ -343,7 +462,38 @@ mod tests {
             .resolve()
             .unwrap();
             proptest::prop_assert_eq!(render.rgba(data_type, &data).unwrap(), naive_bytes(&render, data_type, &data));
+            proptest::prop_assert_eq!(render.picture(data_type, &data).unwrap().to_rgba(), naive_bytes(&render, data_type, &data));
         }
+
+        /// Indexed pictures show exactly the RGBA drawing, floats with NaN
+        /// and nodata included; all 256 colours and transparency: RGBA.
+        #[test]
+        fn pictures_show_what_rgba_draws(
+            values in proptest::collection::vec(proptest::prop_oneof![-1e3f64..1e3, proptest::prelude::Just(f64::NAN), proptest::prelude::Just(7.0)], 0..300),
+            nodata in proptest::option::of(proptest::prelude::Just(7.0f64)),
+        ) {
+            let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let render = request(None, Some("magma"), nodata.map(|v| v.to_string()).as_deref()).resolve().unwrap();
+            let rgba = render.rgba(DataType::Float64, &data).unwrap();
+            let picture = render.picture(DataType::Float64, &data).unwrap();
+            proptest::prop_assert_eq!(picture.to_rgba(), rgba);
+        }
+    }
+
+    #[test]
+    fn a_picture_of_every_colour_and_transparency_is_rgba() {
+        let mut values: Vec<f64> = (0..256).map(f64::from).collect();
+        let render = request(Some("0,256"), None, None).resolve().unwrap();
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(matches!(
+            render.picture(DataType::Float64, &data).unwrap(),
+            Picture::Indexed { .. }
+        ));
+        values.push(f64::NAN);
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let picture = render.picture(DataType::Float64, &data).unwrap();
+        assert!(matches!(picture, Picture::Rgba(_)));
+        assert_eq!(picture.to_rgba(), render.rgba(DataType::Float64, &data).unwrap());
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod geo;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

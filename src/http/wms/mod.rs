@@ -22,7 +22,7 @@ use super::format::png_picture;
 use super::AppState;
 use crate::engine::geo::Sampling;
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
-use crate::engine::render::{Colormap, RenderRequest};
+use crate::engine::render::{Colormap, Render, RenderRequest};
 use crate::engine::{DataType, Dataset, Error, GeoVariable};
 
 /// The WMS route.
@@ -300,6 +300,35 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
     })
 }
 
+/// The drawing of a layer: its style's colormap over `COLORSCALERANGE`,
+/// else the variable's default range (the same as its tiles').
+async fn rendering(
+    state: &AppState,
+    dataset: &Dataset,
+    var: &GeoVariable,
+    labels: &LabelQuery,
+    params: &Params,
+    colormap: Option<String>,
+) -> Result<Render, WmsError> {
+    let request = RenderRequest {
+        rescale: params
+            .get("COLORSCALERANGE")
+            .filter(|v| !v.is_empty())
+            .map(str::to_string),
+        colormap,
+        nodata: None,
+    };
+    super::tiles::with_default_range(state, dataset, var, labels, &request)
+        .await
+        .map_err(|e| match e {
+            // A dimension value that names no label, a read that failed.
+            super::ApiError::Engine(e) if !matches!(e, Error::InvalidRequest(ref m) if m.contains("rescale")) => {
+                WmsError::from(e)
+            }
+            other => WmsError(other.status(), Some("InvalidParameterValue"), other.to_string()),
+        })
+}
+
 /// `GetMap`: the layer drawn on the requested frame.
 async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
     let var = layer(dataset, params.required("LAYERS")?).await?;
@@ -314,17 +343,7 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     let colormap = style_colormap(params.get("STYLES"))?;
     let frame = frame(params, state.wms_max_size)?;
     let labels = dimension_labels(&var, params)?;
-    let render = RenderRequest {
-        rescale: params
-            .get("COLORSCALERANGE")
-            .filter(|v| !v.is_empty())
-            .map(str::to_string),
-        colormap,
-        nodata: None,
-    };
-    let render = super::tiles::with_default_range(state, dataset, &var, &labels, &render)
-        .await
-        .map_err(|e| WmsError(e.status(), Some("InvalidParameterValue"), e.to_string()))?;
+    let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
     let sampling = Sampling::new(&var.grid, &frame.lons, &frame.lats);
     let values = if sampling.is_empty() {
         vec![f64::NAN; frame.width as usize * frame.height as usize]
@@ -379,17 +398,7 @@ async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<
     };
     let (width, height) = (size("WIDTH", 20)?, size("HEIGHT", 256)?);
     let labels = dimension_labels(&var, params)?;
-    let request = RenderRequest {
-        rescale: params
-            .get("COLORSCALERANGE")
-            .filter(|v| !v.is_empty())
-            .map(str::to_string),
-        colormap,
-        nodata: None,
-    };
-    let render = super::tiles::with_default_range(state, dataset, &var, &labels, &request)
-        .await
-        .map_err(|e| WmsError(e.status(), None, e.to_string()))?;
+    let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
     let (lo, hi) = render.rescale().unwrap_or((0.0, 1.0));
     let mut values = Vec::with_capacity(width as usize * height as usize);
     for row in 0..height {

@@ -234,6 +234,7 @@ impl Render {
         let nodata = self.nodata;
         let (lo, hi) = match (self.range, nodata) {
             (Some(range), _) => range,
+            // Every element is drawn: the range is that of the extremes.
             (None, None) => self.range(byte_extremes(data_type, data).into_iter().flatten().map(value), None),
             (None, Some(_)) => {
                 let mut present = [false; 256];
@@ -257,29 +258,10 @@ impl Render {
     /// One-byte types (bool, int8, uint8): each of the 256 byte values is
     /// coloured once, then every pixel is a table lookup.
     fn rgba_bytes(&self, data_type: DataType, data: &[u8]) -> Vec<u8> {
-        let value = |b: u8| byte_value(data_type, b);
-        let nodata = self.nodata;
-        let (lo, hi) = match (self.range, nodata) {
-            (Some(range), _) => range,
-            // Every element is drawn: the range is that of the extremes.
-            (None, None) => self.range(byte_extremes(data_type, data).into_iter().flatten().map(value), None),
-            (None, Some(_)) => {
-                let mut present = [false; 256];
-                for &b in data {
-                    present[usize::from(b)] = true;
-                }
-                let present_values = (0..=255u8).filter(|b| present[usize::from(*b)]).map(value);
-                self.range(present_values, nodata)
-            }
-        };
         let palette = self.palette();
-        let mut by_byte = [[0u8; 4]; 256];
-        for (b, color) in by_byte.iter_mut().enumerate() {
-            let v = value(b as u8);
-            if drawn(v, nodata) {
-                *color = palette[usize::from(index(v, lo, hi))];
-            }
-        }
+        let by_byte: [[u8; 4]; 256] = self
+            .byte_codes(data_type, data)
+            .map(|code| palette.get(usize::from(code)).copied().unwrap_or([0; 4]));
         let by_byte = by_byte.map(u32::from_ne_bytes);
         let mut out = vec![0u8; data.len() * 4];
         // Eight pixels a step: one 32-byte store the compiler can keep in registers.

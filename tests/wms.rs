@@ -116,6 +116,15 @@ async fn maps_sample_cells_in_every_crs() {
     .await;
     assert_eq!(first.status(), 200);
     assert_ne!(pixels(&first.bytes().await.unwrap()).2, map);
+    // Strong ETags and 304, as on every route.
+    let etag = get(&server, &url).await.headers()["etag"].clone();
+    let again = client()
+        .get(server.url(&url))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
     let opaque = get(&server, &url.replace("TRANSPARENT=TRUE", "TRANSPARENT=FALSE")).await;
     let (_, _, opaque) = pixels(&opaque.bytes().await.unwrap());
     assert!(opaque.chunks(4).all(|p| p[3] == 255));

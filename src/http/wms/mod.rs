@@ -18,6 +18,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::conditional::{if_none_match, strong_etag};
 use super::format::png_picture;
 use super::AppState;
 use crate::engine::geo::Sampling;
@@ -113,9 +114,33 @@ async fn wms(
     headers: HeaderMap,
 ) -> Response {
     match answer(&state, &ds, query.as_deref(), &headers).await {
-        Ok(response) => response,
+        Ok(response) => with_etag(response, &headers).await,
         Err(e) => e.into_response(),
     }
+}
+
+/// The answer with a strong ETag of its bytes (the same bytes, the same
+/// tag: capabilities, maps, legends and feature info alike), and 304 when
+/// the client already has them. Every answer is built in memory.
+async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return WmsError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            "the answer could not be read".into(),
+        )
+        .into_response();
+    };
+    let etag = strong_etag(&[&bytes]);
+    let value = HeaderValue::from_str(&etag).expect("an ETag is a valid header value");
+    parts.headers.insert(header::ETAG, value);
+    if if_none_match(headers, &etag) {
+        parts.status = StatusCode::NOT_MODIFIED;
+        parts.headers.remove(header::CONTENT_LENGTH);
+        return Response::from_parts(parts, Body::empty());
+    }
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 async fn answer(state: &AppState, ds: &str, query: Option<&str>, headers: &HeaderMap) -> Result<Response, WmsError> {

@@ -150,7 +150,8 @@ fn listing_response(listing: &Listing, base: &str, method: &Method, headers: &He
     response
 }
 
-fn escape(text: &str) -> String {
+/// Text with `&`, `<`, `>` and quotes escaped for HTML and XML.
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::engine::error::{Error, Result};
 use crate::engine::format::metadata::{ArrayMetadata, NodeMetadata};
+use crate::engine::query::geo::GeoGrid;
 use crate::engine::query::labels::Coordinate;
 use crate::storage::join;
 
@@ -25,6 +26,9 @@ pub struct Node {
     pub(crate) rendered: tokio::sync::OnceCell<bytes::Bytes>,
     /// Its dimensions' coordinates, read when first needed.
     pub(crate) coordinates: tokio::sync::OnceCell<Coordinates>,
+    /// Its geo grid (cell edges from the coordinates), found when first
+    /// needed, so tiles do not rebuild it per request.
+    pub(crate) geo: std::sync::OnceLock<Arc<GeoGrid>>,
 }
 
 impl Node {

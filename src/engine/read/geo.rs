@@ -27,7 +27,7 @@ pub struct GeoVariable {
     /// The array's node.
     pub node: Arc<Node>,
     /// Its horizontal grid.
-    pub grid: GeoGrid,
+    pub grid: Arc<GeoGrid>,
     coordinates: Coordinates,
 }
 
@@ -47,6 +47,13 @@ impl Dataset {
         let node = self.node(path).await?;
         let meta = node.array()?;
         let coordinates = self.coordinates(&node).await?;
+        if let Some(grid) = node.geo.get() {
+            return Ok(GeoVariable {
+                grid: grid.clone(),
+                node: node.clone(),
+                coordinates,
+            });
+        }
         let names = meta.dimension_names.clone().unwrap_or_default();
         let dims: Vec<DimInfo> = (0..meta.shape.len())
             .map(|d| {
@@ -66,6 +73,7 @@ impl Dataset {
             .unwrap_or_default();
         let grid =
             GeoGrid::detect(&dims, &attributes).map_err(|e| Error::InvalidRequest(format!("array '/{path}': {e}")))?;
+        let grid = node.geo.get_or_init(|| Arc::new(grid)).clone();
         Ok(GeoVariable {
             node: node.clone(),
             grid,

@@ -91,6 +91,7 @@ impl Dataset {
             etag,
             rendered: Default::default(),
             coordinates: Default::default(),
+            geo: Default::default(),
         };
         let meta_key = join(path, "zarr.json");
         if let Some(read) = self.store.get(&meta_key, ByteRange::All, None).await? {

@@ -30,6 +30,7 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/datasets/{ds}/tiles/tileMatrixSets", get(matrix_sets))
         .route("/v1/datasets/{ds}/tiles/tileMatrixSets/{tms}", get(matrix_set))
+        .route_layer(axum::middleware::from_fn(super::no_query_parameters))
         .route("/v1/datasets/{ds}/tiles/{tms}/tilejson.json", get(tilejson))
         .route("/v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}", get(tile).head(tile))
 }
@@ -45,10 +46,8 @@ fn tile_matrix_set(id: &str) -> Result<TileMatrixSet, ApiError> {
 async fn matrix_sets(
     State(state): State<Arc<AppState>>,
     Path(ds): Path<String>,
-    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    no_parameters(query.as_deref())?;
     state.dataset(&ds, &headers)?;
     let sets: Vec<Value> = TileMatrixSet::ALL
         .iter()
@@ -81,10 +80,8 @@ fn uri(t: TileMatrixSet) -> String {
 async fn matrix_set(
     State(state): State<Arc<AppState>>,
     Path((ds, tms)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    no_parameters(query.as_deref())?;
     state.dataset(&ds, &headers)?;
     let t = tile_matrix_set(&tms)?;
     let (crs, origin, extent) = match t {
@@ -127,13 +124,6 @@ async fn matrix_set(
         "boundingBox": extent,
         "tileMatrices": matrices,
     })))
-}
-
-fn no_parameters(query: Option<&str>) -> Result<(), ApiError> {
-    match url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).next() {
-        Some((key, _)) => Err(super::query::unknown_parameter(&key, &[])),
-        None => Ok(()),
-    }
 }
 
 /// `GET /v1/datasets/{ds}/tiles/{tms}/tilejson.json?variable=PATH`.

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
 use super::format::png_picture;
+use super::view::escape;
 use super::AppState;
 use crate::engine::geo::Sampling;
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
@@ -72,14 +73,6 @@ impl IntoResponse for WmsError {
         response.extensions_mut().insert(super::ProtocolError);
         response
     }
-}
-
-/// XML text with `&`, `<`, `>` and quotes escaped.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// The request's parameters, names upper-cased (OGC names are

@@ -8,7 +8,9 @@
 //! form is the data with a 4-byte little-endian checksum before it
 //! (`location` `start`, the default of `crc32` and `adler32`) or after it
 //! (`end`; always for `fletcher32` and `jenkins_lookup3`, the default of
-//! `crc32c`). The checksum is verified on every read.
+//! `crc32c`). The checksum is verified on every read. The Zarr v3 `crc32c`
+//! codec (<https://zarr-specs.readthedocs.io/en/latest/v3/codecs/crc32c/index.html>)
+//! is numcodecs' `crc32c` at the end.
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -101,12 +103,9 @@ impl ChecksumCodec {
             Algorithm::Adler32 => adler32(data),
             Algorithm::Crc32c => crc32c::crc32c(data),
             Algorithm::Fletcher32 => fletcher32(data),
-            Algorithm::JenkinsLookup3 { initval } => {
-                let mut hash = lookup3::Hasher::new(initval);
-                hash.write(&self.prefix);
-                hash.write(data);
-                hash.finish()
-            }
+            // The prefix (never set in practice) is hashed before the data.
+            Algorithm::JenkinsLookup3 { initval } if self.prefix.is_empty() => lookup3::hash(data, initval),
+            Algorithm::JenkinsLookup3 { initval } => lookup3::hash(&[&self.prefix[..], data].concat(), initval),
         }
     }
 
@@ -161,10 +160,9 @@ fn fletcher32(data: &[u8]) -> u32 {
     let words = data.chunks_exact(2);
     let odd = words.remainder().first().copied();
     // 360 words at a time keep both sums inside 32 bits.
-    let words: Vec<u32> = words.map(|w| (u32::from(w[0]) << 8) | u32::from(w[1])).collect();
-    for block in words.chunks(360) {
-        for &w in block {
-            sum1 += w;
+    for block in data[..data.len() & !1].chunks(720) {
+        for w in block.chunks_exact(2) {
+            sum1 += (u32::from(w[0]) << 8) | u32::from(w[1]);
             sum2 += sum1;
         }
         sum1 = fold(sum1);
@@ -221,55 +219,34 @@ mod lookup3 {
         *c = c.wrapping_sub(b.rotate_left(24));
     }
 
-    /// The hash of everything written, as `hashlittle` of it all at once.
-    pub(super) struct Hasher {
-        initval: u32,
-        bytes: Vec<u8>,
-    }
-
-    impl Hasher {
-        pub(super) fn new(initval: u32) -> Self {
-            Self {
-                initval,
-                bytes: Vec::new(),
-            }
+    /// `hashlittle(data, initval)`.
+    pub(super) fn hash(data: &[u8], initval: u32) -> u32 {
+        let start = 0xdead_beefu32.wrapping_add(data.len() as u32).wrapping_add(initval);
+        let (mut a, mut b, mut c) = (start, start, start);
+        let word = |w: &[u8]| {
+            let mut le = [0u8; 4];
+            le[..w.len()].copy_from_slice(w);
+            u32::from_le_bytes(le)
+        };
+        let mut rest = data;
+        // Every 12-byte block but the last is mixed; the last (1 to 12
+        // bytes, zero-padded) goes to the final mix.
+        while rest.len() > 12 {
+            a = a.wrapping_add(word(&rest[0..4]));
+            b = b.wrapping_add(word(&rest[4..8]));
+            c = c.wrapping_add(word(&rest[8..12]));
+            mix(&mut a, &mut b, &mut c);
+            rest = &rest[12..];
         }
-
-        pub(super) fn write(&mut self, data: &[u8]) {
-            self.bytes.extend_from_slice(data);
+        if rest.is_empty() {
+            return c;
         }
-
-        pub(super) fn finish(&self) -> u32 {
-            let data = &self.bytes[..];
-            let start = 0xdead_beefu32
-                .wrapping_add(data.len() as u32)
-                .wrapping_add(self.initval);
-            let (mut a, mut b, mut c) = (start, start, start);
-            let word = |w: &[u8]| {
-                let mut le = [0u8; 4];
-                le[..w.len()].copy_from_slice(w);
-                u32::from_le_bytes(le)
-            };
-            let mut rest = data;
-            // Every 12-byte block but the last is mixed; the last (1 to 12
-            // bytes, zero-padded) goes to the final mix.
-            while rest.len() > 12 {
-                a = a.wrapping_add(word(&rest[0..4]));
-                b = b.wrapping_add(word(&rest[4..8]));
-                c = c.wrapping_add(word(&rest[8..12]));
-                mix(&mut a, &mut b, &mut c);
-                rest = &rest[12..];
-            }
-            if rest.is_empty() {
-                return c;
-            }
-            let part = |from: usize| word(&rest[from.min(rest.len())..(from + 4).min(rest.len())]);
-            a = a.wrapping_add(part(0));
-            b = b.wrapping_add(part(4));
-            c = c.wrapping_add(part(8));
-            finalize(&mut a, &mut b, &mut c);
-            c
-        }
+        let part = |from: usize| word(&rest[from.min(rest.len())..(from + 4).min(rest.len())]);
+        a = a.wrapping_add(part(0));
+        b = b.wrapping_add(part(4));
+        c = c.wrapping_add(part(8));
+        finalize(&mut a, &mut b, &mut c);
+        c
     }
 }
 
@@ -288,15 +265,23 @@ mod tests {
         assert_eq!(codec("crc32", json!({})).checksum(b"hello world"), 0x0d4a_1185);
         assert_eq!(adler32(b"hello world"), 0x1a0b_045d);
         // lookup3's own test vectors (hashlittle of "" and "Four score...").
-        let h = |data: &[u8], init| {
-            let mut h = lookup3::Hasher::new(init);
-            h.write(data);
-            h.finish()
-        };
+        let h = lookup3::hash;
         assert_eq!(h(b"", 0), 0xdead_beef);
         assert_eq!(h(b"", 0xdead_beef), 0xbd5b_7dde);
         assert_eq!(h(b"Four score and seven years ago", 0), 0x1777_0551);
         assert_eq!(h(b"Four score and seven years ago", 1), 0xcd62_8161);
+    }
+
+    /// The v3 `crc32c` codec: the data, then its CRC-32C little-endian.
+    #[test]
+    fn crc32c_verifies() {
+        let c = codec("crc32c", json!({}));
+        let mut data = b"hello zarr".to_vec();
+        data.extend(crc32c::crc32c(b"hello zarr").to_le_bytes());
+        assert_eq!(&c.decode(Bytes::from(data.clone())).unwrap()[..], b"hello zarr");
+        data[0] ^= 1;
+        assert!(c.decode(Bytes::from(data)).is_err());
+        assert!(c.decode(Bytes::from_static(b"abc")).is_err());
     }
 
     #[test]

@@ -3,7 +3,6 @@
 pub mod blosc;
 pub mod bz2;
 pub(crate) mod checksum;
-pub mod crc32c;
 pub mod gzip;
 pub mod lz4;
 pub mod lzma;
@@ -17,7 +16,6 @@ use serde_json::{Map, Value};
 use self::blosc::BloscCodec;
 use self::bz2::Bz2Codec;
 use self::checksum::ChecksumCodec;
-use self::crc32c::Crc32cCodec;
 use self::gzip::GzipCodec;
 use self::lz4::Lz4Codec;
 use self::lzma::LzmaCodec;
@@ -36,7 +34,7 @@ pub(crate) enum BytesToBytesCodec {
     /// `blosc`
     Blosc(BloscCodec),
     /// `crc32c`
-    Crc32c(Crc32cCodec),
+    Crc32c(ChecksumCodec),
     /// numcodecs `zlib` (Zarr v2)
     Zlib(ZlibCodec),
     /// numcodecs `bz2` (Zarr v2)
@@ -59,7 +57,7 @@ impl BytesToBytesCodec {
             "gzip" => Some(Self::Gzip(GzipCodec::from_json(config)?)),
             "zstd" => Some(Self::Zstd(ZstdCodec::from_json(config)?)),
             "blosc" => Some(Self::Blosc(BloscCodec::from_json(config)?)),
-            "crc32c" => Some(Self::Crc32c(Crc32cCodec)),
+            "crc32c" => Some(Self::Crc32c(ChecksumCodec::from_config("crc32c", &Map::new())?)),
             _ => None,
         })
     }
@@ -123,8 +121,7 @@ impl BytesToBytesCodec {
             Self::Lzma(c) => c.decode(&encoded, expected)?,
             Self::Lz4(c) => c.decode(&encoded, expected)?,
             Self::Shuffle(c) => c.decode(&encoded),
-            Self::Crc32c(c) => return c.decode(encoded),
-            Self::Checksum(c) => return c.decode(encoded),
+            Self::Crc32c(c) | Self::Checksum(c) => return c.decode(encoded),
         };
         Ok(Bytes::from(decoded))
     }

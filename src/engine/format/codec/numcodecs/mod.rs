@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 use self::filters::Filter;
 use super::array_to_bytes::elements::ElementsCodec;
 use super::bytes_to_bytes::BytesToBytesCodec;
-use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::error::{Error, Result};
+use crate::engine::format::json::numcodecs_id;
 
 /// The prefix zarr-python 3 gives numcodecs codecs in `zarr.json`.
 pub(crate) const V3_PREFIX: &str = "numcodecs.";
@@ -38,13 +39,7 @@ impl Numcodec {
     /// The codec a numcodecs configuration names (`{"id": ..., ...}`);
     /// `what` names the field in errors (`"filter"`, `"compressor"`).
     pub(crate) fn from_json(config: &Value, what: &str) -> Result<Self> {
-        let obj = config
-            .as_object()
-            .ok_or_else(|| corrupt(format!("{what} {config} is not an object")))?;
-        let id = obj
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| corrupt(format!("{what} {config} has no id")))?;
+        let (id, obj) = numcodecs_id(config, what)?;
         Self::from_id(id, obj).map_err(|e| match e {
             Error::Unsupported(_) if !Self::known(id) => Error::Unsupported(format!("{what} \"{id}\"")),
             other => other,

@@ -2,7 +2,7 @@
 """Write the sample datasets served by `zarr-serve` when started without arguments.
 
 Usage: python scripts/make_sample.py OUTDIR      -> OUTDIR/sample.zarr, OUTDIR/stations.zarr,
-                                                    OUTDIR/climate.zarr
+                                                    OUTDIR/climate.zarr, OUTDIR/projected.zarr
 
 - sample.zarr (Zarr v3, zarr-python 3): a sharded temperature cube, a mask, a
   labels group with a string array;
@@ -12,6 +12,12 @@ Usage: python scripts/make_sample.py OUTDIR      -> OUTDIR/sample.zarr, OUTDIR/s
 - climate.zarr (Zarr v3, written by xarray): a global 2-degree near-surface
   temperature field on latitude (north to south) and longitude (0..360) with
   a CF time coordinate: a geo variable for map tiles and WMS.
+- projected.zarr (Zarr v3, written by xarray, CRSs by pyproj): geo variables on
+  projected grids, one per way of naming a CRS: `sea_ice` on NSIDC's polar
+  stereographic grid (EPSG:3413, a CF grid_mapping with crs_wkt, as pyproj's
+  CRS.to_cf() writes it; metres), `lcc/t2m` on a Lambert conformal conic grid
+  named by CF parameters alone (no WKT; kilometres) and `utm/elevation` on UTM
+  zone 33N named by GeoZarr's `proj:code` on its group.
 
 Written with zarr-python 3 (see tests/fixtures/requirements.txt for pinned versions).
 Deterministic: the content is computed, gzip headers use mtime 0.
@@ -98,6 +104,7 @@ def main():
     report(out)
     write_stations(os.path.join(os.path.abspath(sys.argv[1]), "stations.zarr"))
     write_climate(os.path.join(os.path.abspath(sys.argv[1]), "climate.zarr"))
+    write_projected(os.path.join(os.path.abspath(sys.argv[1]), "projected.zarr"))
 
 
 def write_stations(out):
@@ -160,6 +167,63 @@ def write_climate(out):
     encoding = {"tas": {"chunks": (1, 45, 90), "_FillValue": np.float32("nan")},
                 "time": {"units": "days since 2024-01-01", "dtype": "int64"}}
     ds.to_zarr(out, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+    report(out)
+
+
+def write_projected(out):
+    """Geo variables on projected grids (contract 3.2's three ways to name a CRS)."""
+    import pyproj
+    import xarray as xr
+
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    # NSIDC's 25 km sea-ice grid (EPSG:3413), y from north to south as NSIDC
+    # publishes it: cell centres, metres.
+    x = np.arange(-3837500.0, 3750000.0, 25000.0)
+    y = np.arange(5837500.0, -5350000.0, -25000.0)
+    lon, lat = pyproj.Transformer.from_crs(3413, 4326, always_xy=True).transform(*np.meshgrid(x, y))
+    ice = np.clip((lat - 62.0) / 18.0, 0.0, 1.0) * (0.8 + 0.2 * np.cos(np.deg2rad(3 * lon)))
+    ice = np.where(lat > 87.0, np.nan, ice).astype("float32")  # the pole hole
+    crs = xr.DataArray(np.int32(0), attrs=pyproj.CRS.from_epsg(3413).to_cf())
+    ds = xr.Dataset(
+        {"sea_ice": (("y", "x"), ice, {"long_name": "sea ice concentration", "units": "1",
+                                         "grid_mapping": "crs"}),
+         "crs": crs},
+        coords={"x": ("x", x, {"standard_name": "projection_x_coordinate", "units": "m"}),
+                "y": ("y", y, {"standard_name": "projection_y_coordinate", "units": "m"})},
+        attrs={"title": "zarr-serve sample projected grids (synthetic)", "Conventions": "CF-1.8",
+               "source": "scripts/make_sample.py (synthetic)", "license": "CC0-1.0"})
+    ds.to_zarr(out, mode="w", zarr_format=3, consolidated=False,
+               encoding={"sea_ice": {"chunks": (112, 152), "_FillValue": np.float32("nan")}})
+    # Lambert conformal conic over North America, named by CF parameters only,
+    # coordinates in kilometres.
+    lambert = {"grid_mapping_name": "lambert_conformal_conic", "standard_parallel": [33.0, 45.0],
+               "longitude_of_central_meridian": -97.0, "latitude_of_projection_origin": 40.0,
+               "false_easting": 0.0, "false_northing": 0.0}
+    xk = np.arange(-2400.0, 2400.0, 40.0) + 20.0
+    yk = np.arange(-1600.0, 1600.0, 40.0) + 20.0
+    proj = pyproj.Proj(proj="lcc", lat_1=33, lat_2=45, lat_0=40, lon_0=-97, datum="WGS84")
+    lon, lat = proj(*np.meshgrid(xk * 1000.0, yk * 1000.0), inverse=True)
+    t2m = (288.0 - 0.6 * (lat - 40.0) + 3.0 * np.sin(np.deg2rad(4 * lon))).astype("float32")
+    lcc = xr.Dataset(
+        {"t2m": (("y", "x"), t2m, {"long_name": "air temperature at 2 m", "units": "K",
+                                     "grid_mapping": "lambert"}),
+         "lambert": xr.DataArray(np.int32(0), attrs=lambert)},
+        coords={"x": ("x", xk, {"standard_name": "projection_x_coordinate", "units": "km"}),
+                "y": ("y", yk, {"standard_name": "projection_y_coordinate", "units": "km"})})
+    lcc.to_zarr(out, group="lcc", mode="w", zarr_format=3, consolidated=False,
+                encoding={"t2m": {"chunks": (40, 60)}})
+    # UTM zone 33N named by GeoZarr's proj:code on the group; 2 km cells.
+    xu = np.arange(301000.0, 700000.0, 2000.0)
+    yu = np.arange(6999000.0, 6600000.0, -2000.0)
+    xx, yy = np.meshgrid(xu, yu)
+    elevation = (500.0 + 400.0 * np.sin(xx / 37000.0) * np.cos(yy / 23000.0)).astype("float32")
+    utm = xr.Dataset({"elevation": (("y", "x"), elevation, {"long_name": "surface elevation", "units": "m"})},
+                     coords={"x": ("x", xu, {"axis": "X", "units": "m"}),
+                             "y": ("y", yu, {"axis": "Y", "units": "m"})},
+                     attrs={"proj:code": "EPSG:32633"})
+    utm.to_zarr(out, group="utm", mode="w", zarr_format=3, consolidated=False,
+                encoding={"elevation": {"chunks": (100, 100)}})
     report(out)
 
 

@@ -229,3 +229,114 @@ async fn tilejson_and_tile_matrix_sets() {
         400
     );
 }
+
+/// A UTM 33N grid (x, y in metres, 100 km cells around 15°E, 0..300 km
+/// north) named four ways: `utm` by a CF grid_mapping whose spatial_ref WKT
+/// ends in EPSG:32633, `rotated` by a grid mapping the contract leaves out,
+/// `lost` by a grid_mapping naming no array, `bare` by nothing.
+fn projected_dataset() -> tempfile::TempDir {
+    use common::geo::{f64s, write_array};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("zarr.json"), r#"{"zarr_format": 3, "node_type": "group"}"#).unwrap();
+    let metres = |axis: &str| json!({"units": "m", "axis": axis});
+    write_array(
+        root,
+        "x",
+        &[3],
+        "float64",
+        &["x"],
+        metres("X"),
+        &f64s(&[400e3, 500e3, 600e3]),
+    );
+    write_array(
+        root,
+        "y",
+        &[3],
+        "float64",
+        &["y"],
+        metres("Y"),
+        &f64s(&[250e3, 150e3, 50e3]),
+    );
+    let wkt = r#"PROJCS["WGS 84 / UTM zone 33N",GEOGCS["WGS 84",AUTHORITY["EPSG","4326"]],PROJECTION["Transverse_Mercator"],AUTHORITY["EPSG","32633"]]"#;
+    write_array(root, "crs", &[], "int32", &[], json!({"spatial_ref": wkt}), &[0; 4]);
+    let rotated = json!({"grid_mapping_name": "rotated_latitude_longitude", "grid_north_pole_latitude": 40.0});
+    write_array(root, "rotated_pole", &[], "int32", &[], rotated, &[0; 4]);
+    let values: Vec<u8> = (0..9).flat_map(|v| (v as f32).to_le_bytes()).collect();
+    for (name, mapping) in [
+        ("utm", json!("crs")),
+        ("rotated", json!("rotated_pole")),
+        ("lost", json!("nowhere")),
+        ("bare", Value::Null),
+    ] {
+        let attrs = match mapping {
+            Value::Null => json!({}),
+            m => json!({"grid_mapping": m}),
+        };
+        write_array(root, name, &[3, 3], "float32", &["y", "x"], attrs, &values);
+    }
+    dir
+}
+
+#[tokio::test]
+async fn projected_grids_draw_and_unknown_mappings_say_why() {
+    let dir = projected_dataset();
+    let server = server(&dir, None).await;
+    // 15°E, 1.35°N (about 150 km north): the centre column, middle row.
+    let doc: Value = get(
+        &server,
+        "/v1/datasets/geo/tiles/WorldCRS84Quad/tilejson.json?variable=utm",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let bounds: Vec<f64> = serde_json::from_value(doc["bounds"].clone()).unwrap();
+    assert!(
+        bounds[0] > 13.0 && bounds[2] < 17.0 && bounds[1] > -0.1 && bounds[3] < 2.8,
+        "{bounds:?}"
+    );
+    let info: Value = get(
+        &server,
+        "/v1/datasets/geo/wms?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetFeatureInfo&QUERY_LAYERS=utm&LAYERS=utm\
+         &CRS=CRS:84&BBOX=14.5,0.85,15.5,1.85&WIDTH=3&HEIGHT=3&I=1&J=1&INFO_FORMAT=application/json",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let props = &info["features"][0]["properties"];
+    assert_eq!(
+        (props["value"].clone(), props["x"].clone(), props["y"].clone()),
+        (json!(4.0), json!(500e3), json!(150e3))
+    );
+    let point = info["features"][0]["geometry"]["coordinates"][0].as_f64().unwrap();
+    assert!((point - 15.0).abs() < 1e-9, "{info}");
+    let tile = get(&server, "/v1/datasets/geo/tiles/WorldCRS84Quad/3/3/8?variable=utm").await;
+    assert_eq!(tile.status(), 200);
+    let (_, _, rgba) = pixels(&tile.bytes().await.unwrap());
+    assert!(rgba.chunks(4).any(|p| p[3] == 255) && rgba.chunks(4).any(|p| p[3] == 0));
+    for (variable, says) in [
+        ("rotated", "rotated_latitude_longitude"),
+        ("lost", "nowhere"),
+        ("bare", "no CRS"),
+    ] {
+        let resp = get(
+            &server,
+            &format!("/v1/datasets/geo/tiles/WebMercatorQuad/0/0/0?variable={variable}"),
+        )
+        .await;
+        assert_eq!(resp.status(), 400, "{variable}");
+        let text = resp.text().await.unwrap();
+        assert!(text.contains(says), "{variable}: {text}");
+    }
+    let caps = get(&server, "/v1/datasets/geo/wms?SERVICE=WMS&REQUEST=GetCapabilities")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        caps.contains("<Name>utm</Name>") && !caps.contains("<Name>rotated</Name>"),
+        "{caps}"
+    );
+}

@@ -61,6 +61,7 @@ start_server() {
     --dataset "stations=$ROOT/sample/stations.zarr" \
     --dataset "codecs=$ROOT/tests/fixtures/codecs/data.zarr" \
     --dataset "climate=$ROOT/sample/climate.zarr" \
+    --dataset "projected=$ROOT/sample/projected.zarr" \
     --dataset "stations_http=http://127.0.0.1:$STATIC_PORT/stations.zarr" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")

@@ -26,7 +26,14 @@ pub fn write_array(
         "dimension_names": dims, "attributes": attrs,
     });
     std::fs::write(node.join("zarr.json"), meta.to_string()).unwrap();
-    let key = node.join("c").join(vec!["0"; shape.len()].join("/"));
+    // A 0-d array's one chunk is `c` itself.
+    let key = match shape.len() {
+        0 => node.join("c"),
+        n => node.join("c").join(vec!["0"; n].join("/")),
+    };
+    if shape.is_empty() {
+        std::fs::remove_dir(&key).unwrap();
+    }
     std::fs::create_dir_all(key.parent().unwrap()).unwrap();
     std::fs::write(key, data).unwrap();
 }

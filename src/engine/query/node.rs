@@ -32,6 +32,11 @@ pub struct Node {
 }
 
 impl Node {
+    /// Its attributes (`None` for an implicit group).
+    pub fn attributes(&self) -> Option<&serde_json::Value> {
+        self.metadata.as_ref().map(|m| m.attributes())
+    }
+
     /// `"array"` or `"group"`.
     pub fn node_type(&self) -> &'static str {
         match self.metadata {

@@ -5,15 +5,24 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use crate::engine::error::{Error, Result};
 use crate::engine::format::values::real_values;
-use crate::engine::query::geo::{DimInfo, GeoGrid, Sampling};
+use crate::engine::query::geo::{CrsSources, DimInfo, GeoGrid, Sampling};
 use crate::engine::query::labels::LabelQuery;
 use crate::engine::query::node::{Coordinates, Node};
 use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::Selection;
 use crate::engine::read::hierarchy::Dataset;
 use crate::engine::read::{ReadQuery, Versions};
+
+/// The variable a CF `grid_mapping` attribute names: the attribute
+/// itself, or the first name of its extended form (`crs: x y`).
+fn grid_mapping_name(attribute: &str) -> Option<String> {
+    let name = attribute.split_whitespace().next()?.trim_end_matches(':');
+    (!name.is_empty()).then(|| name.to_string())
+}
 
 /// At most this many elements of a slice are read for its default range.
 const RANGE_SAMPLE_ELEMENTS: u64 = 16 << 20;
@@ -71,14 +80,47 @@ impl Dataset {
             .as_ref()
             .map(|m| m.attributes().clone())
             .unwrap_or_default();
+        let (mapping, group) = self.crs_nodes(path, &attributes).await;
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+        let mapping_name = text(&attributes, "grid_mapping").and_then(|m| grid_mapping_name(&m));
+        let mapping_attributes = mapping.as_ref().and_then(|n| n.attributes().cloned());
+        let proj_code = text(&attributes, "proj:code").or_else(|| {
+            group
+                .as_ref()
+                .and_then(|g| g.attributes().and_then(|a| text(a, "proj:code")))
+        });
+        let sources = CrsSources {
+            grid_mapping: mapping_name.as_deref().map(|n| (n, mapping_attributes.as_ref())),
+            proj_code: proj_code.as_deref(),
+            x_units: None,
+        };
         let grid =
-            GeoGrid::detect(&dims, &attributes).map_err(|e| Error::InvalidRequest(format!("array '/{path}': {e}")))?;
+            GeoGrid::detect(&dims, &sources).map_err(|e| Error::InvalidRequest(format!("array '/{path}': {e}")))?;
         let grid = node.geo.get_or_init(|| Arc::new(grid)).clone();
         Ok(GeoVariable {
             node: node.clone(),
             grid,
             coordinates: coordinates.clone(),
         })
+    }
+
+    /// The nodes that may name the CRS of the array at `path`: the variable
+    /// its `grid_mapping` names (a sibling), and its group.
+    async fn crs_nodes(&self, path: &str, attributes: &Value) -> (Option<Arc<Node>>, Option<Arc<Node>>) {
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        let sibling = |name: &str| match parent {
+            "" => name.to_string(),
+            p => format!("{p}/{name}"),
+        };
+        let mapping = match attributes
+            .get("grid_mapping")
+            .and_then(Value::as_str)
+            .and_then(grid_mapping_name)
+        {
+            Some(name) => self.node(&sibling(&name)).await.ok(),
+            None => None,
+        };
+        (mapping, self.node(parent).await.ok())
     }
 
     /// Every geo variable of the dataset, in path order (arrays that are
@@ -135,15 +177,10 @@ impl Dataset {
             true => grid[r * n_cols + c],
             false => grid[c * n_rows + r],
         };
-        let mut values = Vec::with_capacity(sampling.pixel_rows.len() * sampling.pixel_cols.len());
-        for row in &sampling.pixel_rows {
-            for col in &sampling.pixel_cols {
-                values.push(match (row, col) {
-                    (Some(r), Some(c)) => at(*r, *c),
-                    _ => f64::NAN,
-                });
-            }
-        }
+        let values = sampling
+            .pixels()
+            .map(|cell| cell.map_or(f64::NAN, |(r, c)| at(r, c)))
+            .collect();
         Ok(Raster { values, versions })
     }
 

@@ -139,8 +139,7 @@ async fn tilejson(
     let dataset = state.dataset(&ds, &headers)?;
     let var = dataset.geo_variable(&request.variable).await?;
     let [west, south, east, north] = var.grid.bounds();
-    let smallest = var.grid.x.smallest_cell().min(var.grid.y.smallest_cell());
-    let maxzoom = t.zoom_for(smallest);
+    let maxzoom = t.zoom_for(var.grid.smallest_cell_degrees());
     let centre_lon = if west <= east {
         (west + east) / 2.0
     } else {

@@ -463,16 +463,20 @@ async fn feature_info(dataset: &Dataset, params: &Params) -> Result<Response, Wm
         let plan = dataset.plan_raster(&var, &sampling, &labels).await?;
         let raster = dataset.read_raster(&var, &sampling, &plan).await?;
         let value = raster.values[0];
-        let cell = (var.grid.x.centre(sampling.cols[0]), var.grid.y.centre(sampling.rows[0]));
+        let cell = var.grid.centre(sampling.cols[0], sampling.rows[0]);
         ((!value.is_nan()).then_some(value), Some(cell))
     };
     let name = var.node.path.clone();
-    let (x, y) = cell.unwrap_or((lon, lat));
+    // The point: the cell's centre in CRS84, else the queried one.
+    let (x, y) = cell.and_then(|(_, lonlat)| lonlat).unwrap_or((lon, lat));
+    let cell = cell.map(|(xy, _)| xy);
     let format = params.get("INFO_FORMAT").unwrap_or("application/json");
     if format.eq_ignore_ascii_case("text/plain") {
         let text = format!(
-            "layer: {name}\nvalue: {}\nx: {x}\ny: {y}\n",
-            value.map_or("null".to_string(), |v| v.to_string())
+            "layer: {name}\nvalue: {}\nx: {}\ny: {}\n",
+            value.map_or("null".to_string(), |v| v.to_string()),
+            cell.map_or(x, |c| c.0),
+            cell.map_or(y, |c| c.1)
         );
         return Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"))], text).into_response());
     }

@@ -12,7 +12,13 @@
 //! with the larger index. For a lat/lon grid on Web Mercator or CRS84 the
 //! sampling is separable: one lookup per pixel column and one per pixel row.
 
+mod crs;
+mod tile_matrix_set;
+
 use serde_json::Value;
+
+pub use crs::{Crs, CrsSources, Projection};
+pub use tile_matrix_set::{TileMatrixSet, TILE_SIZE};
 
 use crate::engine::error::{Error, Result};
 
@@ -160,27 +166,36 @@ impl CellAxis {
     }
 }
 
-/// A geo variable's horizontal grid in CRS84 degrees.
+/// A geo variable's horizontal grid: its cells in its CRS.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeoGrid {
-    /// The X (longitude) dimension and its cells.
+    /// The X (longitude, or projected x) dimension.
     pub x_dim: usize,
-    /// The Y (latitude) dimension.
+    /// The Y (latitude, or projected y) dimension.
     pub y_dim: usize,
-    /// Longitude cells.
+    /// X cells.
     pub x: CellAxis,
-    /// Latitude cells.
+    /// Y cells.
     pub y: CellAxis,
-    /// The T and Z dimensions, if any.
+    /// The T dimension, if any.
     pub t_dim: Option<usize>,
     /// The vertical dimension, if any.
     pub z_dim: Option<usize>,
+    /// The CRS of `x` and `y`.
+    pub crs: Crs,
 }
 
+/// Metres in a degree of longitude at the equator (WGS 84).
+const METRES_PER_DEGREE: f64 = 111_319.490_793_273_57;
+
+/// Points taken along each side of a projected grid for its bounds.
+const BOUNDARY_POINTS: usize = 64;
+
 impl GeoGrid {
-    /// The grid of an array whose dimensions are described by `dims`;
-    /// `attributes` are the array's own (its `grid_mapping`).
-    pub fn detect(dims: &[DimInfo], attributes: &Value) -> Result<Self> {
+    /// The grid of an array whose dimensions are described by `dims`, its
+    /// CRS named by `crs` (contract 3.2; the X coordinate's units are
+    /// taken from `dims`).
+    pub fn detect(dims: &[DimInfo], crs: &CrsSources) -> Result<Self> {
         let roles: Vec<Option<Role>> = dims.iter().map(role).collect();
         let find = |r: Role| {
             let mut found = roles.iter().enumerate().filter(|(_, x)| **x == Some(r)).map(|(d, _)| d);
@@ -196,14 +211,6 @@ impl GeoGrid {
                     .into(),
             ));
         };
-        if let Some(mapping) = attributes.get("grid_mapping").and_then(Value::as_str) {
-            if !mapping.is_empty() && !degrees(&dims[x_dim]) {
-                return Err(Error::InvalidRequest(format!(
-                    "not a geo variable here: its grid_mapping '{mapping}' is a projected CRS, which this \
-                     server does not draw yet (only longitude/latitude grids in degrees)"
-                )));
-            }
-        }
         let values = |d: usize, what: &str| {
             dims[d].values.ok_or_else(|| {
                 Error::InvalidRequest(format!(
@@ -212,6 +219,7 @@ impl GeoGrid {
             })
         };
         Ok(Self {
+            crs: grid_crs(&dims[x_dim], crs)?,
             x: CellAxis::from_centres(values(x_dim, "X")?, "X")?,
             y: CellAxis::from_centres(values(y_dim, "Y")?, "Y")?,
             x_dim,
@@ -221,21 +229,46 @@ impl GeoGrid {
         })
     }
 
-    /// The X cell holding longitude `lon` (−180..180), trying it as it is
-    /// and a turn either way (grids in 0..360 or past ±180).
-    pub fn x_cell(&self, lon: f64) -> Option<u64> {
+    /// The cell (column, row) holding longitude `lon`, latitude `lat`;
+    /// `None` on an axis where it is off the grid. On a CRS84 grid the
+    /// longitude is tried as it is and a turn either way (grids in 0..360
+    /// or past ±180).
+    pub fn cell(&self, lon: f64, lat: f64) -> (Option<u64>, Option<u64>) {
+        match &self.crs {
+            Crs::Crs84 => (self.x_cell(lon), self.y.cell(lat)),
+            Crs::Projected(p) => match p.forward(lon, lat) {
+                Some((x, y)) => (self.x.cell(x), self.y.cell(y)),
+                None => (None, None),
+            },
+        }
+    }
+
+    fn x_cell(&self, lon: f64) -> Option<u64> {
         [lon, lon + 360.0, lon - 360.0].into_iter().find_map(|l| self.x.cell(l))
     }
 
-    /// The Y cell holding latitude `lat`.
-    pub fn y_cell(&self, lat: f64) -> Option<u64> {
-        self.y.cell(lat)
+    /// The centre of cell (`col`, `row`) in the grid's CRS and in CRS84.
+    pub fn centre(&self, col: u64, row: u64) -> ((f64, f64), Option<(f64, f64)>) {
+        let (x, y) = (self.x.centre(col), self.y.centre(row));
+        let lonlat = match &self.crs {
+            Crs::Crs84 => Some((x, y)),
+            Crs::Projected(p) => p.inverse(x, y),
+        };
+        ((x, y), lonlat)
     }
 
     /// `[west, south, east, north]` of the grid's outer cell edges in
     /// CRS84, longitudes in −180..180 (west > east when the grid crosses
-    /// the antimeridian; −180..180 when it goes all the way round).
+    /// the antimeridian; −180..180 when it goes all the way round). A
+    /// projected grid's are those of its outline and of a pole inside it.
     pub fn bounds(&self) -> [f64; 4] {
+        match &self.crs {
+            Crs::Crs84 => self.degree_bounds(),
+            Crs::Projected(p) => self.projected_bounds(p),
+        }
+    }
+
+    fn degree_bounds(&self) -> [f64; 4] {
         let (w, e) = self.x.extent();
         let (s, n) = self.y.extent();
         let (s, n) = (s.max(-90.0), n.min(90.0));
@@ -248,6 +281,68 @@ impl GeoGrid {
         let e = if e == -180.0 { 180.0 } else { e };
         [w, s, e, n]
     }
+
+    fn projected_bounds(&self, p: &Projection) -> [f64; 4] {
+        let ((x0, x1), (y0, y1)) = (self.x.extent(), self.y.extent());
+        let along =
+            |a: f64, b: f64| (0..=BOUNDARY_POINTS).map(move |i| a + (b - a) * i as f64 / BOUNDARY_POINTS as f64);
+        let outline = along(x0, x1)
+            .flat_map(|x| [(x, y0), (x, y1)])
+            .chain(along(y0, y1).flat_map(|y| [(x0, y), (x1, y)]));
+        let (mut w, mut s, mut e, mut n) = (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
+        for (lon, lat) in outline.filter_map(|(x, y)| p.inverse(x, y)) {
+            (w, e, s, n) = (w.min(lon), e.max(lon), s.min(lat), n.max(lat));
+        }
+        let inside = |lat: f64| {
+            p.forward(0.0, lat)
+                .is_some_and(|(x, y)| (x0..=x1).contains(&x) && (y0..=y1).contains(&y))
+        };
+        if inside(90.0) {
+            (w, e, n) = (-180.0, 180.0, 90.0);
+        }
+        if inside(-90.0) {
+            (w, e, s) = (-180.0, 180.0, -90.0);
+        }
+        if !w.is_finite() {
+            return [-180.0, -90.0, 180.0, 90.0];
+        }
+        [w.max(-180.0), s.max(-90.0), e.min(180.0), n.min(90.0)]
+    }
+
+    /// The smallest cell side in degrees (a projected one measured as
+    /// degrees of longitude at the equator).
+    pub fn smallest_cell_degrees(&self) -> f64 {
+        let smallest = self.x.smallest_cell().min(self.y.smallest_cell());
+        match &self.crs {
+            Crs::Crs84 => smallest,
+            Crs::Projected(p) => smallest / p.units_per_metre() / METRES_PER_DEGREE,
+        }
+    }
+}
+
+/// The CRS of a grid whose X coordinate is `x`: CRS84 for degrees, else
+/// the projected CRS `sources` name; projected coordinates (by units or
+/// standard name) with no CRS named are refused.
+fn grid_crs(x: &DimInfo, sources: &CrsSources) -> Result<Crs> {
+    if degrees(x) {
+        return Ok(Crs::Crs84);
+    }
+    let sources = CrsSources {
+        x_units: attr(x, "units"),
+        ..*sources
+    };
+    let named = Crs::from_sources(&sources).map_err(|e| Error::InvalidRequest(format!("not a geo variable: {e}")))?;
+    match named {
+        Some(crs) => Ok(crs),
+        None if attr(x, "units").is_some() || attr(x, "standard_name") == Some("projection_x_coordinate") => {
+            Err(Error::InvalidRequest(
+                "not a geo variable: its X coordinate is not in degrees and no CRS is given \
+                 (a CF grid_mapping or GeoZarr proj:code)"
+                    .into(),
+            ))
+        }
+        None => Ok(Crs::Crs84),
+    }
 }
 
 /// Whether a coordinate is in degrees (by units or standard name).
@@ -256,149 +351,104 @@ fn degrees(info: &DimInfo) -> bool {
         || matches!(attr(info, "standard_name"), Some("longitude" | "latitude"))
 }
 
-/// An OGC 2D tile matrix set of 256-pixel tiles (OGC 17-083r4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TileMatrixSet {
-    /// `WebMercatorQuad`: EPSG:3857, one tile at zoom 0.
-    WebMercatorQuad,
-    /// `WorldCRS84Quad`: CRS84, two tiles (west, east) at zoom 0.
-    WorldCrs84Quad,
-}
-
-/// Pixels a tile side.
-pub const TILE_SIZE: u32 = 256;
-
-/// The Web Mercator sphere's radius (EPSG:3857), metres.
-const EARTH_RADIUS: f64 = 6_378_137.0;
-
-impl TileMatrixSet {
-    /// Every set served.
-    pub const ALL: [TileMatrixSet; 2] = [TileMatrixSet::WebMercatorQuad, TileMatrixSet::WorldCrs84Quad];
-
-    /// The set named `id`.
-    pub fn named(id: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.id() == id)
-    }
-
-    /// Its OGC identifier.
-    pub fn id(self) -> &'static str {
-        match self {
-            Self::WebMercatorQuad => "WebMercatorQuad",
-            Self::WorldCrs84Quad => "WorldCRS84Quad",
-        }
-    }
-
-    /// The deepest zoom (matrix identifier).
-    pub fn max_zoom(self) -> u8 {
-        match self {
-            Self::WebMercatorQuad => 24,
-            Self::WorldCrs84Quad => 23,
-        }
-    }
-
-    /// `(columns, rows)` of the matrix at `zoom`.
-    pub fn matrix_size(self, zoom: u8) -> (u64, u64) {
-        let n = 1u64 << zoom;
-        match self {
-            Self::WebMercatorQuad => (n, n),
-            Self::WorldCrs84Quad => (2 * n, n),
-        }
-    }
-
-    /// The side of a pixel at `zoom` at the equator, in degrees of longitude.
-    pub fn pixel_degrees(self, zoom: u8) -> f64 {
-        let cols = self.matrix_size(zoom).0 as f64;
-        360.0 / (cols * f64::from(TILE_SIZE))
-    }
-
-    /// A pixel's size at `zoom` in the set's CRS units (metres or degrees).
-    pub fn cell_size(self, zoom: u8) -> f64 {
-        match self {
-            Self::WebMercatorQuad => {
-                2.0 * std::f64::consts::PI * EARTH_RADIUS / f64::from(TILE_SIZE) / (1u64 << zoom) as f64
-            }
-            Self::WorldCrs84Quad => 180.0 / f64::from(TILE_SIZE) / (1u64 << zoom) as f64,
-        }
-    }
-
-    /// The OGC scale denominator at `zoom` (0.28 mm pixels).
-    pub fn scale_denominator(self, zoom: u8) -> f64 {
-        let metres_per_unit = match self {
-            Self::WebMercatorQuad => 1.0,
-            Self::WorldCrs84Quad => 2.0 * std::f64::consts::PI * EARTH_RADIUS / 360.0,
-        };
-        self.cell_size(zoom) * metres_per_unit / 0.000_28
-    }
-
-    /// Whether tile (`zoom`, `row`, `col`) exists.
-    pub fn contains(self, zoom: u8, row: u64, col: u64) -> bool {
-        let (cols, rows) = self.matrix_size(zoom);
-        zoom <= self.max_zoom() && row < rows && col < cols
-    }
-
-    /// The longitudes of the centres of the pixel columns of tile column
-    /// `col` at `zoom`.
-    pub fn column_longitudes(self, zoom: u8, col: u64) -> Vec<f64> {
-        let pixels = self.matrix_size(zoom).0 as f64 * f64::from(TILE_SIZE);
-        (0..u64::from(TILE_SIZE))
-            .map(|j| -180.0 + ((col * u64::from(TILE_SIZE) + j) as f64 + 0.5) * 360.0 / pixels)
-            .collect()
-    }
-
-    /// The latitudes of the centres of the pixel rows of tile row `row`.
-    pub fn row_latitudes(self, zoom: u8, row: u64) -> Vec<f64> {
-        let pixels = self.matrix_size(zoom).1 as f64 * f64::from(TILE_SIZE);
-        (0..u64::from(TILE_SIZE))
-            .map(|i| {
-                let t = ((row * u64::from(TILE_SIZE) + i) as f64 + 0.5) / pixels;
-                match self {
-                    Self::WebMercatorQuad => (std::f64::consts::PI * (1.0 - 2.0 * t)).sinh().atan().to_degrees(),
-                    Self::WorldCrs84Quad => 90.0 - 180.0 * t,
-                }
-            })
-            .collect()
-    }
-
-    /// The first zoom whose pixel at the equator is no larger than `cell`
-    /// degrees (at most the deepest zoom).
-    pub fn zoom_for(self, cell: f64) -> u8 {
-        (0..=self.max_zoom())
-            .find(|&z| self.pixel_degrees(z) <= cell)
-            .unwrap_or(self.max_zoom())
-    }
-}
-
-/// What a raster's pixels sample: per pixel column the grid column, per
-/// pixel row the grid row (`None`: outside the grid), and the distinct grid
-/// rows and columns to read, ascending.
+/// What a raster's pixels sample: the distinct grid rows and columns to
+/// read, ascending, and for each pixel the positions of its cell among
+/// them (`None`: off the grid). On a CRS84 grid the two are separable (one
+/// lookup per pixel column and per pixel row); on a projected grid each
+/// pixel is projected.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sampling {
-    /// Per pixel column, the position in `cols` of its grid column.
-    pub pixel_cols: Vec<Option<usize>>,
-    /// Per pixel row, the position in `rows`.
-    pub pixel_rows: Vec<Option<usize>>,
     /// Grid columns to read, ascending.
     pub cols: Vec<u64>,
     /// Grid rows to read, ascending.
     pub rows: Vec<u64>,
+    pixels: Pixels,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Pixels {
+    /// Per pixel column the position in `cols`, per pixel row in `rows`.
+    Separable {
+        cols: Vec<Option<usize>>,
+        rows: Vec<Option<usize>>,
+    },
+    /// Per pixel, row by row, the positions in `rows` and `cols`.
+    Each {
+        width: usize,
+        cells: Vec<Option<(u32, u32)>>,
+    },
 }
 
 impl Sampling {
-    /// Pixel centres at `lons` (columns) and `lats` (rows) on `grid`.
+    /// Pixel centres at longitudes `lons` (columns) and latitudes `lats`
+    /// (rows) on `grid`.
     pub fn new(grid: &GeoGrid, lons: &[f64], lats: &[f64]) -> Self {
-        let (pixel_cols, cols) = positions(lons.iter().map(|&l| grid.x_cell(l)));
-        let (pixel_rows, rows) = positions(lats.iter().map(|&l| grid.y_cell(l)));
+        match &grid.crs {
+            Crs::Crs84 => {
+                let (pixel_cols, cols) = positions(lons.iter().map(|&l| grid.x_cell(l)));
+                let (pixel_rows, rows) = positions(lats.iter().map(|&l| grid.y.cell(l)));
+                Self {
+                    cols,
+                    rows,
+                    pixels: Pixels::Separable {
+                        cols: pixel_cols,
+                        rows: pixel_rows,
+                    },
+                }
+            }
+            Crs::Projected(_) => Self::projected(grid, lons, lats),
+        }
+    }
+
+    fn projected(grid: &GeoGrid, lons: &[f64], lats: &[f64]) -> Self {
+        let cells: Vec<Option<(u64, u64)>> = lats
+            .iter()
+            .flat_map(|&lat| lons.iter().map(move |&lon| (lon, lat)))
+            .map(|(lon, lat)| match grid.cell(lon, lat) {
+                (Some(c), Some(r)) => Some((r, c)),
+                _ => None,
+            })
+            .collect();
+        let (at_rows, rows) = positions(cells.iter().map(|c| c.map(|(r, _)| r)));
+        let (at_cols, cols) = positions(cells.iter().map(|c| c.map(|(_, c)| c)));
+        let cells = at_rows
+            .into_iter()
+            .zip(at_cols)
+            .map(|(r, c)| Some((r? as u32, c? as u32)))
+            .collect();
         Self {
-            pixel_cols,
-            pixel_rows,
             cols,
             rows,
+            pixels: Pixels::Each {
+                width: lons.len(),
+                cells,
+            },
         }
     }
 
     /// Whether no pixel lies on the grid.
     pub fn is_empty(&self) -> bool {
         self.cols.is_empty() || self.rows.is_empty()
+    }
+
+    /// For each pixel, row by row, the positions (in `rows`, in `cols`)
+    /// of its cell.
+    pub fn pixels(&self) -> Box<dyn Iterator<Item = Option<(usize, usize)>> + '_> {
+        match &self.pixels {
+            Pixels::Separable { cols, rows } => Box::new(
+                rows.iter()
+                    .flat_map(move |r| cols.iter().map(move |c| Some(((*r)?, (*c)?)))),
+            ),
+            Pixels::Each { cells, .. } => Box::new(cells.iter().map(|c| c.map(|(r, c)| (r as usize, c as usize)))),
+        }
+    }
+
+    /// Pixels a row.
+    pub fn width(&self) -> usize {
+        match &self.pixels {
+            Pixels::Separable { cols, .. } => cols.len(),
+            Pixels::Each { width, .. } => *width,
+        }
     }
 }
 
@@ -475,40 +525,18 @@ mod tests {
         let deg = json!({"units": "degrees_east"});
         let north = json!({"units": "degrees_north"});
         let dims = [info("lat", &north, &lats), info("lon", &deg, &lons)];
-        let grid = GeoGrid::detect(&dims, &json!({})).unwrap();
+        let grid = GeoGrid::detect(&dims, &CrsSources::default()).unwrap();
         assert_eq!((grid.x_dim, grid.y_dim), (1, 0));
         assert_eq!(grid.x_cell(-90.0), Some(270));
         assert_eq!(grid.x_cell(179.9), Some(180));
         assert_eq!(grid.bounds(), [-180.0, -1.5, 180.0, 1.5]);
         let pacific: Vec<f64> = (170..=190).map(f64::from).collect();
         let dims = [info("lat", &north, &lats), info("lon", &deg, &pacific)];
-        let grid = GeoGrid::detect(&dims, &json!({})).unwrap();
+        let grid = GeoGrid::detect(&dims, &CrsSources::default()).unwrap();
         assert_eq!(grid.bounds(), [169.5, -1.5, -169.5, 1.5]);
         assert_eq!(grid.x_cell(-175.0), Some(15));
-        let err = GeoGrid::detect(&[info("a", &deg, &lons)], &json!({})).unwrap_err();
+        let err = GeoGrid::detect(&[info("a", &deg, &lons)], &CrsSources::default()).unwrap_err();
         assert!(err.to_string().contains("not a geo variable"), "{err}");
-    }
-
-    #[test]
-    fn tile_matrix_sets_match_ogc() {
-        let wm = TileMatrixSet::WebMercatorQuad;
-        assert_eq!(wm.matrix_size(3), (8, 8));
-        assert!((wm.scale_denominator(0) - 559_082_264.028_717_2).abs() < 1e-3);
-        assert!((wm.cell_size(0) - 156_543.033_928_041).abs() < 1e-6);
-        let lons = wm.column_longitudes(0, 0);
-        assert!((lons[0] - (-180.0 + 360.0 / 512.0)).abs() < 1e-12);
-        let lats = wm.row_latitudes(0, 0);
-        assert!((lats[0] - 85.0).abs() < 1.0 && lats[0] > 84.0, "{}", lats[0]);
-        assert!((lats[127] + lats[128]).abs() < 1e-9);
-        let crs84 = TileMatrixSet::WorldCrs84Quad;
-        assert_eq!(crs84.matrix_size(0), (2, 1));
-        assert!((crs84.scale_denominator(0) - 279_541_132.014_358).abs() < 1e-3);
-        assert_eq!(crs84.row_latitudes(0, 0)[0], 90.0 - 180.0 / 512.0);
-        assert_eq!(crs84.column_longitudes(0, 1)[0], 180.0 / 512.0);
-        assert!(crs84.contains(1, 1, 3) && !crs84.contains(1, 2, 0) && !crs84.contains(24, 0, 0));
-        // 1-degree cells: WebMercatorQuad's pixel is 360/256/2^z degrees.
-        assert_eq!(wm.zoom_for(1.0), 1);
-        assert_eq!(crs84.zoom_for(1.0), 0);
     }
 
     #[test]
@@ -518,11 +546,78 @@ mod tests {
         let deg = json!({"units": "degrees_east"});
         let north = json!({"units": "degrees_north"});
         let dims = [info("lat", &north, &lats), info("lon", &deg, &lons)];
-        let grid = GeoGrid::detect(&dims, &json!({})).unwrap();
+        let grid = GeoGrid::detect(&dims, &CrsSources::default()).unwrap();
         let s = Sampling::new(&grid, &[-20.0, 1.0, 4.0, 5.0, 94.0, 96.0], &[16.0, 14.0, -4.0]);
         assert_eq!(s.cols, vec![0, 1, 9]);
-        assert_eq!(s.pixel_cols, vec![None, Some(0), Some(0), Some(1), Some(2), None]);
         assert_eq!(s.rows, vec![0, 1]);
-        assert_eq!(s.pixel_rows, vec![None, Some(0), Some(1)]);
+        let cols = [None, Some(0), Some(0), Some(1), Some(2), None];
+        let rows = [None, Some(0), Some(1)];
+        let want: Vec<_> = rows
+            .iter()
+            .flat_map(|r| cols.iter().map(move |c| Some((r.to_owned()?, c.to_owned()?))))
+            .collect();
+        assert_eq!(s.pixels().collect::<Vec<_>>(), want);
+        assert_eq!(s.width(), 6);
+    }
+
+    /// UTM zone 33N, 100 km cells around its central meridian (15°E).
+    fn utm_grid(x_attrs: &Value) -> Result<GeoGrid> {
+        let xs = [400_000.0, 500_000.0, 600_000.0];
+        let ys = [100_000.0, 0.0];
+        let dims = [info("y", x_attrs, &ys), info("x", x_attrs, &xs)];
+        GeoGrid::detect(
+            &dims,
+            &CrsSources {
+                proj_code: Some("EPSG:32633"),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn projected_grids_sample_each_pixel() {
+        let metres = json!({"units": "m"});
+        let grid = utm_grid(&metres).unwrap();
+        assert!(matches!(grid.crs, Crs::Projected(_)));
+        // 15°E on the equator is x = 500 km, y = 0: column 1, and row 1
+        // (the edge between rows 0 and 1 is at 50 km, north of it).
+        assert_eq!(grid.cell(15.0, 0.0), (Some(1), Some(1)));
+        assert_eq!(grid.cell(15.0, 0.9), (Some(1), Some(0)));
+        assert_eq!(grid.cell(40.0, 0.0), (None, Some(1)));
+        let s = Sampling::new(&grid, &[14.0, 15.0, 30.0], &[1.0, 0.0]);
+        assert_eq!((s.cols.clone(), s.rows.clone()), (vec![0, 1], vec![0, 1]));
+        let got: Vec<_> = s.pixels().collect();
+        assert_eq!(
+            got,
+            vec![Some((0, 0)), Some((0, 1)), None, Some((1, 0)), Some((1, 1)), None]
+        );
+        let ((x, y), lonlat) = grid.centre(1, 1);
+        assert_eq!((x, y), (500_000.0, 0.0));
+        let (lon, lat) = lonlat.unwrap();
+        assert!((lon - 15.0).abs() < 1e-9 && lat.abs() < 1e-9, "{lon} {lat}");
+        let [w, s_, e, n] = grid.bounds();
+        assert!(
+            w > 13.0 && w < 13.7 && e > 16.3 && e < 17.0 && s_ < -0.4 && n > 1.3,
+            "{:?}",
+            grid.bounds()
+        );
+        // 100 km cells are about 0.9 degrees.
+        assert!((grid.smallest_cell_degrees() - 0.898).abs() < 0.001);
+        // Metres without a CRS: not a geo variable, saying why.
+        let xs = [0.0, 1.0];
+        let err = GeoGrid::detect(
+            &[info("y", &metres, &xs), info("x", &metres, &xs)],
+            &CrsSources::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("no CRS"), "{err}");
+        // Degrees win over a CRS that names a projection.
+        let (east, north) = (json!({"units": "degrees_east"}), json!({"units": "degrees_north"}));
+        let dims = [info("y", &north, &xs), info("x", &east, &xs)];
+        let sources = CrsSources {
+            proj_code: Some("EPSG:32633"),
+            ..Default::default()
+        };
+        assert_eq!(GeoGrid::detect(&dims, &sources).unwrap().crs, Crs::Crs84);
     }
 }

@@ -340,3 +340,129 @@ async fn projected_grids_draw_and_unknown_mappings_say_why() {
         "{caps}"
     );
 }
+
+/// Two pyramids of one field over 0..16°E, 0..16°N at 0.25°, 0.5° and 1°
+/// cells, each level a constant (10, 20, 30) so a tile shows which it read:
+/// `pyr` in the zarr-conventions group layout (levels `0`, `1`, `2` each with
+/// `tas`, `lat`, `lon`), `ome` in OME-Zarr's array layout (arrays `s0`..`s2`
+/// on coordinates of their own).
+fn pyramid_dataset() -> tempfile::TempDir {
+    use common::geo::{f64s, write_array};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let group = |path: &std::path::Path, attrs: Value| {
+        std::fs::create_dir_all(path).unwrap();
+        let doc = json!({"zarr_format": 3, "node_type": "group", "attributes": attrs});
+        std::fs::write(path.join("zarr.json"), doc.to_string()).unwrap();
+    };
+    group(root, json!({}));
+    let layout =
+        json!({"layout": [{"asset": "0"}, {"asset": "1", "derived_from": "0"}, {"asset": "2", "derived_from": "1"}]});
+    group(&root.join("pyr"), json!({"multiscales": layout}));
+    let ome = json!([{"datasets": [{"path": "s0"}, {"path": "s1"}, {"path": "s2"}]}]);
+    group(&root.join("ome"), json!({"multiscales": ome}));
+    for (k, cell) in [0.25, 0.5, 1.0].into_iter().enumerate() {
+        let n = (16.0 / cell) as u64;
+        let centres: Vec<f64> = (0..n).map(|i| (i as f64 + 0.5) * cell).collect();
+        let values: Vec<u8> = (0..n * n).flat_map(|_| (10.0 * (k + 1) as f32).to_le_bytes()).collect();
+        let level = root.join("pyr").join(k.to_string());
+        group(&level, json!({}));
+        write_array(
+            &level,
+            "lat",
+            &[n],
+            "float64",
+            &["lat"],
+            json!({"units": "degrees_north"}),
+            &f64s(&centres),
+        );
+        write_array(
+            &level,
+            "lon",
+            &[n],
+            "float64",
+            &["lon"],
+            json!({"units": "degrees_east"}),
+            &f64s(&centres),
+        );
+        write_array(&level, "tas", &[n, n], "float32", &["lat", "lon"], json!({}), &values);
+        let (lat, lon) = (format!("lat{k}"), format!("lon{k}"));
+        let ome = root.join("ome");
+        write_array(
+            &ome,
+            &lat,
+            &[n],
+            "float64",
+            &[&lat],
+            json!({"units": "degrees_north"}),
+            &f64s(&centres),
+        );
+        write_array(
+            &ome,
+            &lon,
+            &[n],
+            "float64",
+            &[&lon],
+            json!({"units": "degrees_east"}),
+            &f64s(&centres),
+        );
+        write_array(
+            &ome,
+            &format!("s{k}"),
+            &[n, n],
+            "float32",
+            &[&lat, &lon],
+            json!({}),
+            &values,
+        );
+    }
+    dir
+}
+
+#[tokio::test]
+async fn tiles_and_maps_read_the_pyramid_level_of_their_pixels() {
+    let dir = pyramid_dataset();
+    let server = server(&dir, None).await;
+    // gray over 0..30: 10 -> 85, 20 -> 170, 30 -> 255.
+    let shade = |level: usize| [85u8, 170, 255][level];
+    let centre_shade = |png: &[u8], x: u32, y: u32| {
+        let (w, _, rgba) = pixels(png);
+        let p = &rgba[((y * w + x) * 4) as usize..][..4];
+        assert_eq!(p[3], 255, "no data where the pyramid is");
+        p[0]
+    };
+    // Pixels of 1.41° (WebMercatorQuad zoom 0), 0.70° (zoom 1, and
+    // WorldCRS84Quad zoom 0), 0.35° (zoom 2): levels of 1°, 0.5°, 0.25°.
+    for variable in ["pyr/0/tas", "pyr/2/tas", "ome/s0", "ome/s1"] {
+        for (tile, x, y, level) in [
+            ("WebMercatorQuad/0/0/0", 133, 122, 2),
+            ("WebMercatorQuad/1/0/1", 10, 245, 1),
+            ("WorldCRS84Quad/0/0/1", 10, 120, 1),
+            ("WebMercatorQuad/2/1/2", 10, 250, 0),
+        ] {
+            let resp = get(
+                &server,
+                &format!("/v1/datasets/geo/tiles/{tile}?variable={variable}&colormap=gray&rescale=0,30"),
+            )
+            .await;
+            assert_eq!(resp.status(), 200);
+            let got = centre_shade(&resp.bytes().await.unwrap(), x, y);
+            assert!(
+                got.abs_diff(shade(level)) <= 1,
+                "{variable} {tile}: {got}, level {level} is {}",
+                shade(level)
+            );
+        }
+    }
+    // WMS picks by its pixel width too: 16° over 16 pixels reads the 1° level, over 64 the 0.25° one.
+    for (width, level) in [(16, 2), (32, 1), (64, 0)] {
+        let url = format!(
+            "/v1/datasets/geo/wms?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=pyr/0/tas&STYLES=gray\
+             &CRS=CRS:84&BBOX=0,0,16,16&WIDTH={width}&HEIGHT={width}&FORMAT=image/png&COLORSCALERANGE=0,30"
+        );
+        let resp = get(&server, &url).await;
+        assert_eq!(resp.status(), 200);
+        let got = centre_shade(&resp.bytes().await.unwrap(), width / 2, width / 2);
+        assert!(got.abs_diff(shade(level)) <= 1, "width {width}: {got}");
+    }
+}

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::engine::error::{Error, Result};
 use crate::engine::format::values::real_values;
-use crate::engine::query::geo::{CrsSources, DimInfo, GeoGrid, Sampling};
+use crate::engine::query::geo::{multiscales, CrsSources, DimInfo, GeoGrid, Sampling};
 use crate::engine::query::labels::LabelQuery;
 use crate::engine::query::node::{Coordinates, Node};
 use crate::engine::query::plan::ReadPlan;
@@ -23,6 +23,10 @@ fn grid_mapping_name(attribute: &str) -> Option<String> {
     let name = attribute.split_whitespace().next()?.trim_end_matches(':');
     (!name.is_empty()).then(|| name.to_string())
 }
+
+/// How many groups up from a variable its pyramid is looked for (its own
+/// group holds an array layout's levels, the next a group layout's).
+const PYRAMID_DEPTH: usize = 3;
 
 /// At most this many elements of a slice are read for its default range.
 const RANGE_SAMPLE_ELEMENTS: u64 = 16 << 20;
@@ -121,6 +125,50 @@ impl Dataset {
             None => None,
         };
         (mapping, self.node(parent).await.ok())
+    }
+
+    /// The level of `var`'s multiscales pyramid that a raster with pixels
+    /// `pixel` degrees wide reads: the coarsest whose cells are no larger
+    /// than its pixels, else the finest; `var` itself when no group above
+    /// it (up to [`PYRAMID_DEPTH`] levels) lists it in a pyramid. Levels
+    /// that are not geo variables are passed over.
+    pub async fn pyramid_level(&self, var: &GeoVariable, pixel: f64) -> Result<GeoVariable> {
+        let Some(paths) = self.pyramid(&var.node.path).await else {
+            return Ok(var.clone());
+        };
+        let mut levels = Vec::with_capacity(paths.len());
+        for path in paths {
+            if let Ok(level) = self.geo_variable(&path).await {
+                levels.push((level.grid.smallest_cell_degrees(), level));
+            }
+        }
+        let finest = levels.iter().min_by(|a, b| a.0.total_cmp(&b.0));
+        let coarsest_fitting = levels
+            .iter()
+            .filter(|(cell, _)| *cell <= pixel * (1.0 + 1e-9))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(coarsest_fitting
+            .or(finest)
+            .map_or_else(|| var.clone(), |(_, level)| level.clone()))
+    }
+
+    /// The paths of every level of the pyramid holding the array at `path`.
+    async fn pyramid(&self, path: &str) -> Option<Vec<String>> {
+        let mut group = path;
+        for _ in 0..PYRAMID_DEPTH {
+            let parent = group.rsplit_once('/').map_or("", |(p, _)| p);
+            let relative = path[parent.len()..].trim_start_matches('/');
+            let node = self.node(parent).await.ok()?;
+            if let Some(levels) = node.attributes().and_then(|a| multiscales::levels(a, relative)) {
+                let join = |l: String| if parent.is_empty() { l } else { format!("{parent}/{l}") };
+                return Some(levels.into_iter().map(join).collect());
+            }
+            if parent.is_empty() {
+                return None;
+            }
+            group = parent;
+        }
+        None
     }
 
     /// Every geo variable of the dataset, in path order (arrays that are

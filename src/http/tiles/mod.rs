@@ -217,11 +217,13 @@ async fn tile(
     let dataset = state.dataset(&ds, &headers)?;
     let var = dataset.geo_variable(&request.variable).await?;
     request.render.resolve()?;
-    let sampling = Sampling::new(&var.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
+    // The pyramid level (if any) whose cells are no larger than a pixel.
+    let level = dataset.pyramid_level(&var, t.pixel_degrees(z)).await?;
+    let sampling = Sampling::new(&level.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
     let (values, versions) = if sampling.is_empty() {
         (vec![f64::NAN; (TILE_SIZE * TILE_SIZE) as usize], Default::default())
     } else {
-        let plan = dataset.plan_raster(&var, &sampling, &request.labels).await?;
+        let plan = dataset.plan_raster(&level, &sampling, &request.labels).await?;
         let decoded = plan.decoded_bytes();
         if decoded > state.tile_read_limit_bytes {
             let deeper = (decoded as f64 / state.tile_read_limit_bytes as f64).log(4.0).ceil() as u8;
@@ -235,7 +237,7 @@ async fn tile(
                 ),
             ));
         }
-        let raster = dataset.read_raster(&var, &sampling, &plan).await?;
+        let raster = dataset.read_raster(&level, &sampling, &plan).await?;
         (raster.values, raster.versions)
     };
     let render = with_default_range(&state, dataset, &var, &request.labels, &request.render).await?;

@@ -237,6 +237,8 @@ struct MapFrame {
     height: u32,
     lons: Vec<f64>,
     lats: Vec<f64>,
+    /// A pixel's width in degrees of longitude.
+    pixel_degrees: f64,
 }
 
 fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
@@ -305,6 +307,10 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
             ))
         }
     };
+    let pixel_degrees = match lons.as_slice() {
+        [first, .., last] => (last - first).abs() / f64::from(width - 1),
+        _ => 0.0,
+    };
     // Longitudes past ±180 (a map panned round the world) wrap.
     let lons = lons
         .into_iter()
@@ -315,6 +321,7 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
         height,
         lons,
         lats,
+        pixel_degrees,
     })
 }
 
@@ -362,12 +369,14 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     let frame = frame(params, state.wms_max_size)?;
     let labels = dimension_labels(&var, params)?;
     let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
-    let sampling = Sampling::new(&var.grid, &frame.lons, &frame.lats);
+    // The pyramid level (if any) whose cells are no larger than a pixel.
+    let level = dataset.pyramid_level(&var, frame.pixel_degrees).await?;
+    let sampling = Sampling::new(&level.grid, &frame.lons, &frame.lats);
     let values = if sampling.is_empty() {
         vec![f64::NAN; frame.width as usize * frame.height as usize]
     } else {
-        let plan = dataset.plan_raster(&var, &sampling, &labels).await?;
-        dataset.read_raster(&var, &sampling, &plan).await?.values
+        let plan = dataset.plan_raster(&level, &sampling, &labels).await?;
+        dataset.read_raster(&level, &sampling, &plan).await?.values
     };
     let transparent = params
         .get("TRANSPARENT")

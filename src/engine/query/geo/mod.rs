@@ -13,6 +13,7 @@
 //! sampling is separable: one lookup per pixel column and one per pixel row.
 
 mod crs;
+pub mod multiscales;
 mod tile_matrix_set;
 
 use serde_json::Value;

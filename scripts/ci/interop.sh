@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stage interop: fixtures freshly written by zarr-python and tensorstore
 # (verified by both), the Rust suites on them, then zarr-python, numpy.load
-# schemathesis and the explorer in headless Chromium against a running server.
+# schemathesis, the explorer in headless Chromium and the map clients (GDAL,
+# Leaflet, OpenLayers, QGIS) against a running server.
 source "$(dirname "$0")/lib.sh"
 step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
 ensure_fixtures
@@ -11,6 +12,7 @@ ensure_server_binary
 start_server "$ZARR_FIXTURES/data.zarr"
 "$PY" -m pytest -q tests/python
 echo "explorer screenshot (headless Chromium): ${ZS_ARTIFACTS:-$ROOT/artifacts}/explorer-array.png"
+echo "map clients' pictures (GDAL, Leaflet, OpenLayers, QGIS): ${ZS_ARTIFACTS:-$ROOT/artifacts}/map-*.png"
 step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
 "${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py tests/python/test_codecs_http.py
 PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install what the tests need and the machine lacks: Debian packages (curl,
-# python3-venv, wrk, nginx-light, chromium and chromium-driver; with sudo when not root), the pinned Python
+# python3-venv, wrk, nginx-light, chromium and chromium-driver, gdal-bin and
+# python3-qgis; with sudo when not root), the pinned Python
 # packages into .venv-test (zarr-python 2.18 into .venv-zarr2, openapi-python-client
 # into .venv-openapi), Azurite
-# (npm, pinned) into .cache/azurite and cargo-fuzz. Safe to run again: it skips what is there.
+# (npm, pinned) into .cache/azurite, Leaflet and OpenLayers (npm, pinned) into
+# .cache/mapjs and cargo-fuzz. Safe to run again: it skips what is there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -17,6 +19,10 @@ command -v nginx >/dev/null || pkgs+=(nginx-light)
 # The explorer's browser tests: Debian's Chromium and its WebDriver.
 command -v chromium >/dev/null || pkgs+=(chromium)
 command -v chromedriver >/dev/null || pkgs+=(chromium-driver)
+# The map clients (test_map_clients.py): GDAL's WMS and TMS drivers, and QGIS
+# for Debian's own Python (about 190 MB to fetch, 900 MB installed).
+command -v gdal_translate >/dev/null || pkgs+=(gdal-bin)
+/usr/bin/python3 -c 'import qgis.core' 2>/dev/null || pkgs+=(python3-qgis)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "installing ${pkgs[*]}"
   # Keep the packaged nginx service from starting on port 80 (the tests run their own).
@@ -47,8 +53,16 @@ if command -v npm >/dev/null; then
     mkdir -p "$AZ_DIR"
     (cd "$AZ_DIR" && npm install --silent --no-audit --no-fund --no-save azurite@3.37.0 >/dev/null)
   fi
+  # The web map pages of test_map_clients.py load these from a local server.
+  MAPJS_DIR=$ROOT/.cache/mapjs
+  MAPJS_PKGS=(leaflet@1.9.4 ol@10.11.0)
+  if [ "$(cat "$MAPJS_DIR/installed" 2>/dev/null)" != "${MAPJS_PKGS[*]}" ]; then
+    mkdir -p "$MAPJS_DIR"
+    npm install --prefix "$MAPJS_DIR" --silent --no-audit --no-fund --no-save "${MAPJS_PKGS[@]}" >/dev/null
+    echo "${MAPJS_PKGS[*]}" >"$MAPJS_DIR/installed"
+  fi
 else
-  echo "npm not found: the azure stage will be skipped"
+  echo "npm not found: the azure stage will be skipped, the web map tests fail in CI (skip elsewhere)"
 fi
 
 command -v cargo-fuzz >/dev/null || cargo install --locked --quiet cargo-fuzz@0.13.1

@@ -13,9 +13,7 @@ artifacts/ in the repository).
 from __future__ import annotations
 
 import io
-import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -25,20 +23,13 @@ import pytest
 import requests
 from PIL import Image
 
-from common import BASE_URL, REPO_ROOT
+from clients import ARTIFACTS, chromium, console_errors, have_chromium, require
+from common import BASE_URL
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SAMPLE_DATASETS = ["sample", "stations"]
-ARTIFACTS = Path(os.environ.get("ZS_ARTIFACTS", REPO_ROOT / "artifacts"))
 
-if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-    if os.environ.get("CI"):
-        raise RuntimeError("chromium and chromedriver are needed: run scripts/ci/setup.sh")
-    pytest.skip("no chromium/chromedriver here (scripts/ci/setup.sh installs them)", allow_module_level=True)
+require(have_chromium(), "chromium and chromedriver", module=True)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -46,23 +37,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="zs-chromium-")
-    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-quic", "--no-first-run", "--window-size=1280,1400", f"--user-data-dir={profile}"]:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
-
-
-def console_errors(driver) -> list[str]:
-    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    with chromium() as driver:
+        yield driver
 
 
 def open_page(driver, path: str):

@@ -2,7 +2,7 @@
 on the sample's geo variable `climate/tas` (latitude north to south, longitude
 0..360, CF time): OWSLib reads GetCapabilities and fetches a map; maps and tiles
 are compared pixel by pixel with the values zarr-python reads, sampled by the
-contract's cell rule and coloured by matplotlib (±1 per channel).
+contract's cell rule and coloured by matplotlib (±1 per channel; geo.py).
 
     TEST_SERVER_URL=http://127.0.0.1:8080 pytest tests/python/test_maps_http.py
 
@@ -13,79 +13,14 @@ The server must serve sample/climate.zarr as dataset `climate`
 from __future__ import annotations
 
 import io
-import os
-from pathlib import Path
 
-import matplotlib
 import numpy as np
 import pytest
 import requests
-import zarr
 from owslib.wms import WebMapService
 from PIL import Image
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BASE_URL = os.environ.get("TEST_SERVER_URL", "http://127.0.0.1:8080").rstrip("/")
-WMS = f"{BASE_URL}/v1/datasets/climate/wms"
-CLIMATE = zarr.open_group(str(REPO_ROOT / "sample" / "climate.zarr"), mode="r")
-LAT = CLIMATE["lat"][:]
-LON = CLIMATE["lon"][:]
-TAS = CLIMATE["tas"]
-
-
-def edges(centres: np.ndarray) -> np.ndarray:
-    mid = (centres[1:] + centres[:-1]) / 2
-    return np.concatenate([[2 * centres[0] - mid[0]], mid, [2 * centres[-1] - mid[-1]]])
-
-
-def cells(centres: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """The cell of each point (-1 outside): edges[i] <= p < edges[i+1] along
-    the coordinate's direction, a shared edge to the larger index."""
-    e = edges(centres)
-    if e[0] > e[-1]:  # descending: e[i+1] < p <= e[i]
-        i = np.searchsorted(-e, -points, side="right") - 1
-    else:
-        i = np.searchsorted(e, points, side="right") - 1
-    return np.where((i >= 0) & (i < len(centres)), i, -1)
-
-
-def lon_cells(lons: np.ndarray) -> np.ndarray:
-    out = cells(LON, lons)
-    for turn in (360.0, -360.0):
-        out = np.where(out < 0, cells(LON, lons + turn), out)
-    return out
-
-
-def picture(values: np.ndarray, lo: float, hi: float, colormap: str) -> np.ndarray:
-    drawn = ~np.isnan(values)
-    t = np.clip((values - lo) / (hi - lo), 0, 1)
-    index = np.minimum(255, np.floor(256 * np.where(drawn, t, 0))).astype(int)
-    out = matplotlib.colormaps[colormap].resampled(256)(np.arange(256), bytes=True)[index].copy()
-    out[..., 3] = 255
-    out[~drawn] = 0
-    return out
-
-
-def expected(lons: np.ndarray, lats: np.ndarray, time: int, lo: float, hi: float, colormap: str) -> np.ndarray:
-    slice_ = TAS[time].astype("f8")
-    ci, cj = cells(LAT, lats), lon_cells(lons)
-    values = np.full((len(lats), len(lons)), np.nan)
-    inside = (ci[:, None] >= 0) & (cj[None, :] >= 0)
-    values[inside] = slice_[np.broadcast_to(ci[:, None], inside.shape)[inside], np.broadcast_to(cj[None, :], inside.shape)[inside]]
-    return picture(values, lo, hi, colormap)
-
-
-def png(response) -> np.ndarray:
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"] == "image/png"
-    image = Image.open(io.BytesIO(response.content))
-    return np.asarray(image.convert("RGBA"))
-
-
-def assert_same(got: np.ndarray, want: np.ndarray):
-    assert got.shape == want.shape
-    assert (got[..., 3] == want[..., 3]).all(), "transparency differs"
-    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+from geo import BASE_URL, LAT, LON, TAS, WMS, assert_same, cells, expected, lon_cells, png
 
 
 def test_owslib_reads_the_capabilities_and_a_map():

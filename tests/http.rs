@@ -1135,11 +1135,16 @@ async fn explorer_pages_follow_accept_and_authentication() {
     assert_eq!(page.status(), 200);
     let page = page.text().await.unwrap();
     assert!(page.contains("64 × 256 × 256") && page.contains("id=\"preview-img\""));
+    // Not a geo variable: no map.
+    assert!(!page.contains("id=\"map\""));
     problem(html("/explore/nope", None).await.unwrap(), 404).await;
     problem(html("/explore/fixtures/no/such/node", None).await.unwrap(), 404).await;
     for (asset, kind) in [
         ("/explore-assets/explorer.js", "text/javascript"),
         ("/explore-assets/explorer.css", "text/css"),
+        ("/explore-assets/map.js", "text/javascript"),
+        ("/explore-assets/leaflet.js", "text/javascript"),
+        ("/explore-assets/leaflet.css", "text/css"),
         ("/favicon.ico", "image/svg+xml"),
     ] {
         let r = get(&server, asset).await;

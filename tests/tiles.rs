@@ -192,6 +192,17 @@ async fn tilejson_and_tile_matrix_sets() {
         template.contains("/tiles/WebMercatorQuad/{z}/{y}/{x}?variable=tas&colormap=viridis"),
         "{template}"
     );
+    // The explorer's page of a geo variable shows it on a map.
+    let page = get(&server, "/explore/geo/tas").await.text().await.unwrap();
+    for part in [
+        "id=\"map\"",
+        "data-tilejson=\"/v1/datasets/geo/tiles/WebMercatorQuad/tilejson.json?variable=tas\"",
+        "REQUEST=GetLegendGraphic&amp;LAYER=tas",
+        "/explore-assets/leaflet.js",
+        "REQUEST=GetCapabilities",
+    ] {
+        assert!(page.contains(part), "{part} not in {page}");
+    }
     let url = template.replace("{z}", "0").replace("{y}", "0").replace("{x}", "0");
     let resp = client().get(&url).send().await.unwrap();
     assert_eq!(resp.status(), 200, "{url}");

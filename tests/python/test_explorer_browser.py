@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+import numpy as np
 import pytest
 import requests
 from PIL import Image
@@ -214,3 +215,68 @@ def test_packed_cf_data_is_previewed_unpacked(browser):
     assert "decode=cf" in browser.find_element(By.ID, "curl").text
     assert "\"decode\": \"cf\"" in browser.find_element(By.ID, "python").text
     assert not console_errors(browser)
+
+
+def map_tiles_loaded(driver) -> int:
+    return driver.execute_script(
+        "return document.querySelectorAll('#map-view img.leaflet-tile-loaded').length")
+
+
+def test_geo_variables_show_a_map_that_follows_the_controls(browser):
+    """climate/tas (contract 3.3 in the explorer): Leaflet loads the tiles
+    from the TileJSON, the colour bar is the WMS legend, the value under the
+    cursor is zarr-python's value of that cell, and the time picker and
+    colormap move the tiles, the legend and the readout together."""
+    from geo import LAT, TAS, cells, lon_cells
+
+    open_page(browser, "/explore/climate/tas")
+    WebDriverWait(browser, 30).until(lambda d: map_tiles_loaded(d) >= 2)
+    assert "tile-error" not in browser.find_element(By.ID, "map").get_attribute("class")
+    legend = browser.find_element(By.ID, "map-legend")
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script("return arguments[0].naturalHeight", legend) == 256)
+    assert "GetLegendGraphic" in legend.get_attribute("src") and "STYLE=viridis" in legend.get_attribute("src")
+    shown = browser.find_element(By.CSS_SELECTOR, "#map dl").text
+    assert "tilejson.json?variable=tas" in shown and "REQUEST=GetCapabilities" in shown
+    assert "/tiles/WebMercatorQuad/{z}/{y}/{x}?variable=tas" in shown
+
+    def hover_value():
+        from selenium.webdriver.common.action_chains import ActionChains
+        view = browser.find_element(By.ID, "map-view")
+        readout = browser.find_element(By.ID, "map-value")
+        before = readout.text
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", view)
+        # 40 px east and 30 px north of the map's centre (0°, 0°) at zoom 0.
+        ActionChains(browser).move_to_element_with_offset(view, 40, -30).perform()
+        WebDriverWait(browser, 30).until(lambda d: readout.text != before and ":" in readout.text)
+        lon, lat = float(readout.get_attribute("data-lon")), float(readout.get_attribute("data-lat"))
+        assert 50 < lon < 60 and 30 < lat < 50, (lon, lat)
+        return lon, lat, readout.get_attribute("data-value")
+
+    # The page opens on the first time (the preview's picker); the value
+    # under the cursor is that time's.
+    lon, lat, value = hover_value()
+    i, j = cells(LAT, np.array([lat]))[0], lon_cells(np.array([lon]))[0]
+    assert float(value) == pytest.approx(float(TAS[0, i, j]), rel=1e-6)
+    tile_src = browser.execute_script(
+        "return document.querySelector('#map-view img.leaflet-tile-loaded').src")
+    assert "sel=time%3D2024-01-01" in tile_src, tile_src
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "explorer-map.png"))
+
+    # Another time and colormap: new tiles, legend and value.
+    Select(browser.find_element(By.CSS_SELECTOR, "select[data-name=time]")).select_by_index(2)
+    Select(browser.find_element(By.ID, "colormap")).select_by_value("magma")
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script(
+        "return Array.from(document.querySelectorAll('#map-view img.leaflet-tile-loaded'))"
+        ".some(i => i.src.includes('colormap=magma') && i.src.includes('2024-01-03'))"))
+    assert "STYLE=magma" in legend.get_attribute("src") and "DIM_time=2024-01-03" in legend.get_attribute("src")
+    browser.execute_script("document.getElementById('map-value').textContent = 'moved'")
+    lon, lat, value = hover_value()
+    i, j = cells(LAT, np.array([lat]))[0], lon_cells(np.array([lon]))[0]
+    assert float(value) == pytest.approx(float(TAS[2, i, j]), rel=1e-6)
+    assert not console_errors(browser)
+
+
+def test_arrays_that_are_not_geo_variables_have_no_map(browser):
+    open_page(browser, "/explore/sample/temperature")
+    assert not browser.find_elements(By.ID, "map")

@@ -27,7 +27,7 @@ use super::nodes::document_bytes;
 use super::problem::ApiError;
 use super::AppState;
 use crate::engine::render::{self, Colormap};
-use crate::engine::{DataType, Dataset, ReadQuery, Selection};
+use crate::engine::{DataType, Dataset, GeoVariable, ReadQuery, Selection};
 
 /// The longest side of the preview, in pixels: larger arrays are coarsened to fit.
 const PREVIEW_SIDE: u64 = 512;
@@ -269,11 +269,63 @@ async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) ->
             .iter()
             .any(|k| doc["attributes"].get(k).is_some());
         out.push_str(&preview(dataset, path, &shape, &names, (data_type, cf), origin).await);
+        if let Ok(var) = dataset.geo_variable(path).await {
+            out.push_str(&map_section(&dataset.name, path, &var, origin));
+        }
     } else if readable && shape.len() <= 1 {
         out.push_str(&values_table(dataset, path, &shape, &names).await);
     }
     out.push_str("</div>\n");
     out
+}
+
+/// A geo variable's map (contract 3.3): Leaflet over its Web Mercator
+/// tiles, the colour bar and the value under the cursor from WMS, and the
+/// addresses to paste into QGIS, GDAL or a web map. `map.js` follows the
+/// preview's controls.
+fn map_section(ds: &str, path: &str, var: &GeoVariable, origin: &str) -> String {
+    let [west, south, east, north] = var.grid.bounds();
+    let ds_url = url_path(ds);
+    let layer = query_value(path);
+    let tilejson = format!("/v1/datasets/{ds_url}/tiles/WebMercatorQuad/tilejson.json?variable={layer}");
+    let wms = format!("/v1/datasets/{ds_url}/wms");
+    let legend = format!("{wms}?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetLegendGraphic&LAYER={layer}&WIDTH=20&HEIGHT=256");
+    let template = format!("{origin}/v1/datasets/{ds_url}/tiles/WebMercatorQuad/{{z}}/{{y}}/{{x}}?variable={layer}");
+    let capabilities = format!("{origin}{wms}?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities");
+    format!(
+        "<section id=\"map\" class=\"map\" aria-labelledby=\"map-title\" data-layer=\"{path_attr}\" \
+         data-tilejson=\"{tilejson_attr}\" data-wms=\"{wms_attr}\" data-bounds=\"{west},{south},{east},{north}\">\n\
+         <h2 id=\"map-title\">Map</h2>\n<link rel=\"stylesheet\" href=\"/explore-assets/leaflet.css\">\n\
+         <div class=\"map-row\"><div id=\"map-view\" class=\"map-view\" role=\"application\" \
+         aria-label=\"{label}\"></div>\n<img id=\"map-legend\" class=\"legend\" src=\"{legend_attr}\" width=\"20\" \
+         height=\"256\" alt=\"Colour bar: high values at the top\"></div>\n\
+         <p>Value under the cursor: <output id=\"map-value\" aria-live=\"polite\">move over the map</output></p>\n\
+         <h3>Open it elsewhere</h3>\n<dl class=\"meta\">\n\
+         <dt>TileJSON (Leaflet, OpenLayers, MapLibre)</dt><dd><code>{origin_attr}{tilejson_attr}</code></dd>\n\
+         <dt>XYZ tiles (QGIS, GDAL)</dt><dd><code id=\"map-xyz\">{template_attr}</code></dd>\n\
+         <dt>WMS 1.3.0 (QGIS, GDAL, OWSLib)</dt><dd><code>{capabilities_attr}</code></dd>\n</dl>\n\
+         <script src=\"/explore-assets/leaflet.js\" defer></script>\n\
+         <script src=\"/explore-assets/map.js\" defer></script>\n</section>\n",
+        path_attr = escape(path),
+        tilejson_attr = escape(&tilejson),
+        wms_attr = escape(&wms),
+        legend_attr = escape(&legend),
+        label = escape(&format!("Map of {path}")),
+        origin_attr = escape(origin),
+        template_attr = escape(&template),
+        capabilities_attr = escape(&capabilities),
+    )
+}
+
+/// `text` as a query-string value (a path's slashes kept).
+fn query_value(text: &str) -> String {
+    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~')
+        .remove(b'/');
+    percent_encoding::utf8_percent_encode(text, KEEP).to_string()
 }
 
 /// Each codec on a line: its name, then its configuration as compact JSON.
@@ -347,8 +399,12 @@ async fn preview(
         if let Some(labels) = &labels[d] {
             let _ = write!(
                 controls,
-                "<label for=\"dim-{d}-label\">{} (label)</label><select id=\"dim-{d}-label\" data-label-for=\"{d}\">",
-                escape(&name)
+                "<label for=\"dim-{d}-label\">{} (label)</label><select id=\"dim-{d}-label\" data-label-for=\"{d}\"{}>",
+                escape(&name),
+                match names.get(d).cloned().flatten() {
+                    Some(n) => format!(" data-name=\"{}\"", escape(&n)),
+                    None => String::new(),
+                }
             );
             for (i, label) in labels.iter().enumerate() {
                 let _ = write!(controls, "<option value=\"{i}\">{}</option>", escape(label));
@@ -589,6 +645,13 @@ async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {
         "explorer.js" => (include_str!("assets/explorer.js"), "text/javascript; charset=utf-8"),
         "explorer.css" => (include_str!("assets/explorer.css"), "text/css; charset=utf-8"),
         "favicon.svg" => (include_str!("assets/favicon.svg"), "image/svg+xml"),
+        "map.js" => (include_str!("assets/map.js"), "text/javascript; charset=utf-8"),
+        // Leaflet 1.9.4 (BSD-2-Clause, assets/leaflet/LICENSE), unmodified.
+        "leaflet.js" => (
+            include_str!("assets/leaflet/leaflet.js"),
+            "text/javascript; charset=utf-8",
+        ),
+        "leaflet.css" => (include_str!("assets/leaflet/leaflet.css"), "text/css; charset=utf-8"),
         other => return Err(ApiError::NotFound(format!("no explorer asset named '{other}'"))),
     };
     let mut response = (StatusCode::OK, body).into_response();

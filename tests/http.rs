@@ -639,6 +639,28 @@ async fn bearer_tokens_cors_and_compression() {
         .await
         .unwrap();
     assert!(!other.headers().contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN));
+    // No origins configured: no CORS headers of any kind.
+    let mut closed = config();
+    closed.cors_origins.clear();
+    let closed = Server::start(closed).await;
+    let resp = client()
+        .get(closed.url("/v1/datasets"))
+        .header(header::ORIGIN, "https://viewer.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let cors: Vec<_> = resp
+        .headers()
+        .keys()
+        .filter(|k| k.as_str().starts_with("access-control-"))
+        .collect();
+    assert!(cors.is_empty(), "{cors:?}");
+    assert!(!resp
+        .headers()
+        .get_all(header::VARY)
+        .iter()
+        .any(|v| v.to_str().unwrap().contains("origin")));
 
     for encoding in ["gzip", "zstd", "br"] {
         let resp = client()

@@ -225,7 +225,8 @@ pub fn with_middleware(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> R
         .with_state(state.clone());
     let outside = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
-        .layer(cors(&state.cors_origins))
+        // No origins configured: no CORS headers at all.
+        .option_layer((!state.cors_origins.is_empty()).then(|| cors(&state.cors_origins)))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .service(routed);
     Router::new().fallback_service(outside)

@@ -272,8 +272,8 @@ pub(crate) struct Uncompressed;
 
 /// Compress on `Accept-Encoding` at the fastest level, but never partial
 /// content, responses marked [`Uncompressed`], gRPC, event streams or
-/// images other than our PNGs (which are stored uncompressed inside: see
-/// `format::png_body`).
+/// images other than PNG (our RGBA PNGs are stored uncompressed inside: see
+/// `format::png_picture`).
 fn compression() -> CompressionLayer<impl Predicate> {
     let eligible = |status: axum::http::StatusCode,
                     _: axum::http::Version,

@@ -44,14 +44,30 @@ pub struct GeoVariable {
     coordinates: Coordinates,
 }
 
-/// A raster sampled from a geo variable: CF-decoded values, row by row
-/// (NaN where a pixel is off the grid or the value is missing).
+/// A raster sampled from a geo variable: the CF-decoded values of the grid
+/// cells its pixels fall in, and for each pixel (row by row) the position
+/// of its cell among them ([`Raster::OFF_GRID`] where it has none).
 #[derive(Debug)]
 pub struct Raster {
-    /// `height * width` values.
-    pub values: Vec<f64>,
+    /// Values of the sampled cells (NaN where missing).
+    pub cells: Vec<f64>,
+    /// Per pixel, an index into `cells`.
+    pub pixels: Vec<u32>,
     /// The versions of the store keys read.
     pub versions: Versions,
+}
+
+impl Raster {
+    /// A pixel off the grid.
+    pub const OFF_GRID: u32 = u32::MAX;
+
+    /// The value of pixel `i` (NaN off the grid).
+    pub fn value(&self, i: usize) -> f64 {
+        match self.pixels[i] {
+            Self::OFF_GRID => f64::NAN,
+            at => self.cells[at as usize],
+        }
+    }
 }
 
 impl Dataset {
@@ -218,18 +234,14 @@ impl Dataset {
     /// `plan` ([`Dataset::plan_raster`]).
     pub async fn read_raster(&self, var: &GeoVariable, sampling: &Sampling, plan: &ReadPlan) -> Result<Raster> {
         let (data, versions) = self.read_all(plan).await?;
-        let grid = real_values(plan.data_type(), &data)?;
-        let (n_rows, n_cols) = (sampling.rows.len(), sampling.cols.len());
+        let cells = real_values(plan.data_type(), &data)?;
         // The result is [rows, cols] in the array's dimension order.
-        let at = |r: usize, c: usize| match var.grid.y_dim < var.grid.x_dim {
-            true => grid[r * n_cols + c],
-            false => grid[c * n_rows + r],
-        };
-        let values = sampling
-            .pixels()
-            .map(|cell| cell.map_or(f64::NAN, |(r, c)| at(r, c)))
-            .collect();
-        Ok(Raster { values, versions })
+        let pixels = sampling.cell_indices(var.grid.y_dim < var.grid.x_dim);
+        Ok(Raster {
+            cells,
+            pixels,
+            versions,
+        })
     }
 
     /// The smallest and largest CF-decoded value of the 2-D slice `labels`

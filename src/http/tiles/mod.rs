@@ -23,7 +23,7 @@ use super::{ApiError, AppState};
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
 use crate::engine::labels::LabelQuery;
 use crate::engine::render::{Render, RenderRequest};
-use crate::engine::{DataType, Dataset, Error, GeoVariable};
+use crate::engine::{Dataset, Error, GeoVariable, Raster};
 
 /// The tile routes.
 pub(super) fn routes() -> Router<Arc<AppState>> {
@@ -220,8 +220,12 @@ async fn tile(
     // The pyramid level (if any) whose cells are no larger than a pixel.
     let level = dataset.pyramid_level(&var, t.pixel_degrees(z)).await?;
     let sampling = Sampling::new(&level.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
-    let (values, versions) = if sampling.is_empty() {
-        (vec![f64::NAN; (TILE_SIZE * TILE_SIZE) as usize], Default::default())
+    let raster = if sampling.is_empty() {
+        Raster {
+            cells: vec![],
+            pixels: vec![Raster::OFF_GRID; (TILE_SIZE * TILE_SIZE) as usize],
+            versions: Default::default(),
+        }
     } else {
         let plan = dataset.plan_raster(&level, &sampling, &request.labels).await?;
         let decoded = plan.decoded_bytes();
@@ -237,8 +241,7 @@ async fn tile(
                 ),
             ));
         }
-        let raster = dataset.read_raster(&level, &sampling, &plan).await?;
-        (raster.values, raster.versions)
+        dataset.read_raster(&level, &sampling, &plan).await?
     };
     let render = with_default_range(&state, dataset, &var, &request.labels, &request.render).await?;
     let mut parts: Vec<Vec<u8>> = vec![
@@ -247,7 +250,7 @@ async fn tile(
         query.unwrap_or_default().into_bytes(),
         format!("{:?}", render.rescale()).into_bytes(),
     ];
-    for (key, version) in &versions {
+    for (key, version) in &raster.versions {
         parts.push(key.clone().into_bytes());
         parts.push(version.clone().unwrap_or_default().into_bytes());
     }
@@ -262,8 +265,7 @@ async fn tile(
             .expect("valid response"));
     }
     let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let picture = render.picture(DataType::Float64, &bytes)?;
+        let picture = render.picture_of_cells(&raster.cells, &raster.pixels);
         png_picture(TILE_SIZE, TILE_SIZE, &picture)
             .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
     })

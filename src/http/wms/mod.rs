@@ -25,7 +25,7 @@ use super::AppState;
 use crate::engine::geo::Sampling;
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
 use crate::engine::render::{Colormap, Render, RenderRequest};
-use crate::engine::{DataType, Dataset, Error, GeoVariable};
+use crate::engine::{DataType, Dataset, Error, GeoVariable, Raster};
 
 /// The WMS route.
 pub(super) fn routes() -> Router<Arc<AppState>> {
@@ -372,19 +372,22 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     // The pyramid level (if any) whose cells are no larger than a pixel.
     let level = dataset.pyramid_level(&var, frame.pixel_degrees).await?;
     let sampling = Sampling::new(&level.grid, &frame.lons, &frame.lats);
-    let values = if sampling.is_empty() {
-        vec![f64::NAN; frame.width as usize * frame.height as usize]
+    let raster = if sampling.is_empty() {
+        Raster {
+            cells: vec![],
+            pixels: vec![Raster::OFF_GRID; frame.width as usize * frame.height as usize],
+            versions: Default::default(),
+        }
     } else {
         let plan = dataset.plan_raster(&level, &sampling, &labels).await?;
-        dataset.read_raster(&level, &sampling, &plan).await?.values
+        dataset.read_raster(&level, &sampling, &plan).await?
     };
     let transparent = params
         .get("TRANSPARENT")
         .is_some_and(|t| t.eq_ignore_ascii_case("true"));
     let (width, height) = (frame.width, frame.height);
     let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, Error> {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut picture = render.picture(DataType::Float64, &bytes)?;
+        let mut picture = render.picture_of_cells(&raster.cells, &raster.pixels);
         if !transparent {
             // No data on an opaque map: white (BGCOLOR's default).
             picture.fill_transparent([255, 255, 255, 255]);
@@ -471,7 +474,7 @@ async fn feature_info(dataset: &Dataset, params: &Params) -> Result<Response, Wm
     } else {
         let plan = dataset.plan_raster(&var, &sampling, &labels).await?;
         let raster = dataset.read_raster(&var, &sampling, &plan).await?;
-        let value = raster.values[0];
+        let value = raster.value(0);
         let cell = var.grid.centre(sampling.cols[0], sampling.rows[0]);
         ((!value.is_nan()).then_some(value), Some(cell))
     };

@@ -181,26 +181,45 @@ impl Render {
     /// [`Render::rgba`] draws. A picture that uses all 256 colours and has
     /// transparent pixels too needs 257 entries: then RGBA.
     pub fn picture(&self, data_type: DataType, data: &[u8]) -> Result<Picture> {
-        const CLEAR: u16 = 256;
-        let palette = self.palette();
         let codes: Vec<u16> = if matches!(data_type, DataType::Bool | DataType::Int8 | DataType::UInt8) {
             let by_byte = self.byte_codes(data_type, data);
             data.iter().map(|&b| by_byte[usize::from(b)]).collect()
         } else {
             let values = real_values(data_type, data)?;
             let nodata = self.nodata.map(|v| in_type(data_type, v));
-            let (lo, hi) = self.range(values.iter().copied(), nodata);
-            values
-                .iter()
-                .map(|&v| {
-                    if drawn(v, nodata) {
-                        u16::from(index(v, lo, hi))
-                    } else {
-                        CLEAR
-                    }
-                })
-                .collect()
+            self.codes(&values, nodata)
         };
+        Ok(self.paint(codes))
+    }
+
+    /// The picture of a raster whose pixel `i` shows `cells[pixels[i]]`
+    /// (`u32::MAX`: no value), as [`Render::picture`] would draw those
+    /// values: each cell is coloured once, then every pixel is a lookup.
+    pub fn picture_of_cells(&self, cells: &[f64], pixels: &[u32]) -> Picture {
+        let by_cell = self.codes(cells, self.nodata);
+        let codes = pixels
+            .iter()
+            .map(|&p| by_cell.get(p as usize).copied().unwrap_or(CLEAR))
+            .collect();
+        self.paint(codes)
+    }
+
+    /// The palette code of each value ([`CLEAR`] where it is not drawn).
+    fn codes(&self, values: &[f64], nodata: Option<f64>) -> Vec<u16> {
+        let (lo, hi) = self.range(values.iter().copied(), nodata);
+        values
+            .iter()
+            .map(|&v| match drawn(v, nodata) {
+                true => u16::from(index(v, lo, hi)),
+                false => CLEAR,
+            })
+            .collect()
+    }
+
+    /// The picture of one palette code a pixel: indexed, or RGBA when all
+    /// 256 colours and transparency are used (257 entries).
+    fn paint(&self, codes: Vec<u16>) -> Picture {
+        let palette = self.palette();
         let mut used = [false; 257];
         for &c in &codes {
             used[usize::from(c)] = true;
@@ -210,7 +229,13 @@ impl Render {
             false => None,
             true => match used[..256].iter().position(|u| !u) {
                 Some(slot) => Some(slot as u8),
-                None => return self.rgba(data_type, data).map(Picture::Rgba),
+                None => {
+                    let rgba = codes
+                        .iter()
+                        .flat_map(|&c| palette.get(usize::from(c)).copied().unwrap_or([0; 4]))
+                        .collect();
+                    return Picture::Rgba(rgba);
+                }
             },
         };
         let mut colours = palette.to_vec();
@@ -222,10 +247,10 @@ impl Render {
             .into_iter()
             .map(|c| if c == CLEAR { clear } else { c as u8 })
             .collect();
-        Ok(Picture::Indexed {
+        Picture::Indexed {
             indices,
             palette: colours,
-        })
+        }
     }
 
     /// The palette code of each byte value (256: transparent), for one-byte types.
@@ -250,7 +275,7 @@ impl Render {
             if drawn(v, nodata) {
                 u16::from(index(v, lo, hi))
             } else {
-                256
+                CLEAR
             }
         })
     }
@@ -326,6 +351,9 @@ fn byte_extremes(data_type: DataType, data: &[u8]) -> Option<[u8; 2]> {
         [lo, hi]
     })
 }
+
+/// The palette code of a pixel not drawn (transparent).
+const CLEAR: u16 = 256;
 
 /// Whether an element is drawn: neither NaN nor `nodata` (compared in the
 /// element's own type, so that a float32 -9999.9 matches `nodata=-9999.9`).
@@ -493,5 +521,21 @@ mod tests {
         assert!(check(DataType::Complex64, &[3, 3]).is_err());
         assert!(check(DataType::String, &[3, 3]).is_err());
         assert!(check(DataType::Bool, &[3, 3]).is_ok());
+    }
+
+    #[test]
+    fn cells_looked_up_per_pixel_draw_what_the_values_draw() {
+        let cells = [1.0, f64::NAN, 3.5, -2.0, 7.0];
+        let pixels = [0, 2, u32::MAX, 4, 4, 1, 3, 0, u32::MAX];
+        for (rescale, nodata) in [(Some("0,5"), None), (None, Some("7")), (None, None)] {
+            let render = request(rescale, Some("viridis"), nodata).resolve().unwrap();
+            let values: Vec<u8> = pixels
+                .iter()
+                .map(|&p| cells.get(p as usize).copied().unwrap_or(f64::NAN))
+                .flat_map(f64::to_le_bytes)
+                .collect();
+            let want = render.picture(DataType::Float64, &values).unwrap();
+            assert_eq!(render.picture_of_cells(&cells, &pixels), want, "{rescale:?} {nodata:?}");
+        }
     }
 }

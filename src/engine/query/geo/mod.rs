@@ -374,10 +374,7 @@ enum Pixels {
         rows: Vec<Option<usize>>,
     },
     /// Per pixel, row by row, the positions in `rows` and `cols`.
-    Each {
-        width: usize,
-        cells: Vec<Option<(u32, u32)>>,
-    },
+    Each(Vec<Option<(u32, u32)>>),
 }
 
 impl Sampling {
@@ -420,10 +417,7 @@ impl Sampling {
         Self {
             cols,
             rows,
-            pixels: Pixels::Each {
-                width: lons.len(),
-                cells,
-            },
+            pixels: Pixels::Each(cells),
         }
     }
 
@@ -432,25 +426,34 @@ impl Sampling {
         self.cols.is_empty() || self.rows.is_empty()
     }
 
-    /// For each pixel, row by row, the positions (in `rows`, in `cols`)
-    /// of its cell.
-    pub fn pixels(&self) -> Box<dyn Iterator<Item = Option<(usize, usize)>> + '_> {
+    /// For each pixel, row by row, the index of its cell in the values
+    /// of the sampled rows and columns laid out row by row (`row_major`)
+    /// or column by column; `u32::MAX` for a pixel off the grid.
+    pub fn cell_indices(&self, row_major: bool) -> Vec<u32> {
+        const OFF: u32 = u32::MAX;
+        let (n_rows, n_cols) = (self.rows.len() as u32, self.cols.len() as u32);
+        let at = |r: u32, c: u32| if row_major { r * n_cols + c } else { c * n_rows + r };
         match &self.pixels {
-            Pixels::Separable { cols, rows } => Box::new(
-                rows.iter()
-                    .flat_map(move |r| cols.iter().map(move |c| Some(((*r)?, (*c)?)))),
-            ),
-            Pixels::Each { cells, .. } => Box::new(cells.iter().map(|c| c.map(|(r, c)| (r as usize, c as usize)))),
+            Pixels::Separable { cols, rows } => {
+                // Where each pixel column and pixel row start: one
+                // multiplication a row, an addition a pixel.
+                let col_at: Vec<u32> = cols.iter().map(|c| c.map_or(OFF, |c| at(0, c as u32))).collect();
+                let mut out = Vec::with_capacity(rows.len() * cols.len());
+                for row in rows {
+                    match row {
+                        None => out.extend(std::iter::repeat_n(OFF, cols.len())),
+                        Some(r) => {
+                            let start = at(*r as u32, 0);
+                            out.extend(col_at.iter().map(|&c| if c == OFF { OFF } else { start + c }));
+                        }
+                    }
+                }
+                out
+            }
+            Pixels::Each(cells) => cells.iter().map(|c| c.map_or(OFF, |(r, c)| at(r, c))).collect(),
         }
     }
 
-    /// Pixels a row.
-    pub fn width(&self) -> usize {
-        match &self.pixels {
-            Pixels::Separable { cols, .. } => cols.len(),
-            Pixels::Each { width, .. } => *width,
-        }
-    }
 }
 
 /// Each item's position among the distinct items (sorted), and those.
@@ -553,12 +556,20 @@ mod tests {
         assert_eq!(s.rows, vec![0, 1]);
         let cols = [None, Some(0), Some(0), Some(1), Some(2), None];
         let rows = [None, Some(0), Some(1)];
-        let want: Vec<_> = rows
-            .iter()
-            .flat_map(|r| cols.iter().map(move |c| Some((r.to_owned()?, c.to_owned()?))))
-            .collect();
-        assert_eq!(s.pixels().collect::<Vec<_>>(), want);
-        assert_eq!(s.width(), 6);
+        const OFF: u32 = u32::MAX;
+        let want = |row_major: bool| -> Vec<u32> {
+            rows.iter()
+                .flat_map(|r| {
+                    cols.iter().map(move |c| match (r, c) {
+                        (Some(r), Some(c)) if row_major => r * 3 + c,
+                        (Some(r), Some(c)) => c * 2 + r,
+                        _ => OFF,
+                    })
+                })
+                .collect()
+        };
+        assert_eq!(s.cell_indices(true), want(true));
+        assert_eq!(s.cell_indices(false), want(false));
     }
 
     /// UTM zone 33N, 100 km cells around its central meridian (15°E).
@@ -587,11 +598,9 @@ mod tests {
         assert_eq!(grid.cell(40.0, 0.0), (None, Some(1)));
         let s = Sampling::new(&grid, &[14.0, 15.0, 30.0], &[1.0, 0.0]);
         assert_eq!((s.cols.clone(), s.rows.clone()), (vec![0, 1], vec![0, 1]));
-        let got: Vec<_> = s.pixels().collect();
-        assert_eq!(
-            got,
-            vec![Some((0, 0)), Some((0, 1)), None, Some((1, 0)), Some((1, 1)), None]
-        );
+        // Rows 0, 1 and columns 0, 1 read: cells 0..4 row by row, or column by column.
+        assert_eq!(s.cell_indices(true), vec![0, 1, u32::MAX, 2, 3, u32::MAX]);
+        assert_eq!(s.cell_indices(false), vec![0, 2, u32::MAX, 1, 3, u32::MAX]);
         let ((x, y), lonlat) = grid.centre(1, 1);
         assert_eq!((x, y), (500_000.0, 0.0));
         let (lon, lat) = lonlat.unwrap();

@@ -1,6 +1,7 @@
 //! Where a chunk's bytes come from, and the read of an unsharded chunk.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -59,7 +60,58 @@ pub(super) struct Fetched {
 
 impl Dataset {
     /// An unsharded chunk: read whole.
-    pub(super) async fn fetch_chunk(&self, plan: &ReadPlan, key: String, unit: &Unit, pin: Pin) -> Result<Fetched> {
+    /// An unsharded chunk: read whole. A chunk `keep` marks (one of a
+    /// small read's, [`super::slab`]) comes from the decoded-chunk cache
+    /// when the store still has the version it was decoded from (a `head`:
+    /// a stat on local disks), and is kept there once decoded.
+    pub(super) async fn fetch_chunk(
+        &self,
+        plan: &ReadPlan,
+        key: String,
+        unit: &Unit,
+        pin: Pin,
+        keep: bool,
+    ) -> Result<Fetched> {
+        let codecs = plan.meta().codecs_at(&unit.coords).clone();
+        let placement = unit.part.placement(&codecs.decoded_repr().shape);
+        let caches = &self.resources.caches;
+        if keep && pin.is_none() {
+            let current = self.store.head(&key).await?;
+            let Some(etag) = current.and_then(|info| info.etag) else {
+                // Absent (the fill value), or a store without versions.
+                return self.read_chunk(key, codecs, placement, None, false).await;
+            };
+            let cache_key: ChunkKey = (self.name.clone(), key.clone(), WHOLE_CHUNK, etag.clone());
+            let hit = caches.decoded_chunks.get(&cache_key).await;
+            let stats = &caches.chunk_stats;
+            if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
+            if let Some(data) = hit {
+                return Ok(Fetched {
+                    key,
+                    version: Some(etag),
+                    codecs,
+                    items: vec![Item {
+                        source: Source::Decoded(data),
+                        placement,
+                        cache_as: None,
+                    }],
+                });
+            }
+            return self.read_chunk(key, codecs, placement, None, true).await;
+        }
+        self.read_chunk(key, codecs, placement, pin, false).await
+    }
+
+    /// Read `key` whole; with `keep`, mark it to be cached under the
+    /// version read.
+    async fn read_chunk(
+        &self,
+        key: String,
+        codecs: Arc<CodecChain>,
+        placement: Placement,
+        pin: Pin,
+        keep: bool,
+    ) -> Result<Fetched> {
         let read = self
             .store
             .get(&key, ByteRange::All, pin.as_ref().and_then(|p| p.as_deref()))
@@ -69,20 +121,27 @@ impl Dataset {
             Some(read) => (Source::Encoded(read.data), read.info.etag),
             None => (Source::Fill, None),
         };
-        let codecs = plan.meta().codecs_at(&unit.coords).clone();
-        let items = vec![Item {
-            source,
-            placement: unit.part.placement(&codecs.decoded_repr().shape),
-            cache_as: None,
-        }];
+        let cache_as = match (&source, &version) {
+            (Source::Encoded(_), Some(etag)) if keep => {
+                Some((self.name.clone(), key.clone(), WHOLE_CHUNK, etag.clone()))
+            }
+            _ => None,
+        };
         Ok(Fetched {
             key,
             version,
             codecs,
-            items,
+            items: vec![Item {
+                source,
+                placement,
+                cache_as,
+            }],
         })
     }
 }
+
+/// The position in a [`ChunkKey`] of a whole (unsharded) chunk.
+const WHOLE_CHUNK: usize = usize::MAX;
 
 /// A read pinned to a version must find exactly that version.
 pub(super) fn check_pin(key: &str, pin: &Pin, found: Option<&Option<String>>) -> Result<()> {

@@ -24,7 +24,7 @@ use crate::storage::{ByteRange, StoreError};
 /// the decoded-chunk cache (a tile, a few points). Larger reads would only
 /// evict what small reads reuse, and would decode whole chunks where a
 /// prefix would do.
-const CACHEABLE_READ_BYTES: u64 = 4 << 20;
+pub(super) const CACHEABLE_READ_BYTES: u64 = 4 << 20;
 
 /// Some of the inner chunks of one shard that a slab needs, fetched and
 /// decoded together.

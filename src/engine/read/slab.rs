@@ -95,7 +95,7 @@ impl Dataset {
                 async move {
                     match (&job, meta.codecs_at(job.coords()).partial_sharding()) {
                         (Job::Piece(piece), Some(codec)) => self.fetch_shard(plan, codec, key, piece, pin).await,
-                        (Job::Chunk(unit), _) => self.fetch_chunk(plan, key, unit, pin).await,
+                        (Job::Chunk(unit, keep), _) => self.fetch_chunk(plan, key, unit, pin, *keep).await,
                         (Job::Piece(_), None) => unreachable!("pieces are of shards"),
                     }
                 }
@@ -342,14 +342,15 @@ impl SharedSlab {
 
 /// What one fetch of a slab reads: a chunk, or a piece of a shard.
 enum Job {
-    Chunk(Unit),
+    /// An unsharded chunk, and whether to keep it decoded.
+    Chunk(Unit, bool),
     Piece(Piece),
 }
 
 impl Job {
     fn coords(&self) -> &[u64] {
         match self {
-            Job::Chunk(unit) => &unit.coords,
+            Job::Chunk(unit, _) => &unit.coords,
             Job::Piece(piece) => &piece.coords,
         }
     }
@@ -357,13 +358,21 @@ impl Job {
 
 /// The fetches of slab `slab`: its chunks, or its shards in pieces of
 /// about one decoding batch (`batch_bytes` decoded). With `keep_small`, a
-/// small read keeps its inner chunks in the decoded-chunk cache
+/// small read keeps its chunks or inner chunks in the decoded-chunk cache
 /// ([`shard::pieces`]).
 fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize, keep_small: bool) -> Vec<Job> {
     let units = plan.units(slab);
     let codecs = &plan.meta().codecs;
     match codecs.partial_sharding() {
-        None => units.into_iter().map(Job::Chunk).collect(),
+        None => {
+            // Small reads keep their chunks decoded, as shard::pieces
+            // keeps inner chunks.
+            let repr = codecs.decoded_repr();
+            let keep = keep_small
+                && !repr.data_type.is_variable()
+                && (units.len() as u64).saturating_mul(repr.size_bytes() as u64) <= shard::CACHEABLE_READ_BYTES;
+            units.into_iter().map(|unit| Job::Chunk(unit, keep)).collect()
+        }
         Some(codec) => {
             let inner_bytes = codec.inner_codecs().decoded_repr().size_bytes().max(1);
             let per_piece = (batch_bytes / inner_bytes).max(1);
@@ -533,6 +542,56 @@ mod tests {
         let region = read(Selection::parse("0:513,0:4097").unwrap()).await;
         assert_eq!(region[512 * 4097 + 4096], 24);
         assert_eq!(cached().await, 9);
+    }
+
+    /// Small reads of an unsharded array keep its chunks decoded too: the
+    /// second read of a chunk is a hit, and a chunk rewritten since (a new
+    /// version) is read again, never served stale.
+    #[tokio::test]
+    async fn small_reads_of_unsharded_chunks_are_cached_by_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [4, 4], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 4]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 9,
+            "codecs": [{"name": "bytes"}],
+        });
+        std::fs::create_dir_all(dir.path().join("u/c/0")).unwrap();
+        std::fs::write(dir.path().join("u/zarr.json"), meta.to_string()).unwrap();
+        let chunk = dir.path().join("u/c/0/0");
+        std::fs::write(&chunk, [1u8; 8]).unwrap();
+        let resources = Arc::new(Resources::new(&ResourceOptions {
+            caches: crate::engine::CacheOptions {
+                decoded_chunk_bytes: 1 << 20,
+                ..Default::default()
+            },
+            ..ResourceOptions::default()
+        }));
+        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
+        let dataset = Dataset::new("t", None, store, resources.clone());
+        let read = || async {
+            let plan = dataset
+                .plan_read("u", &Selection::parse("1:3,0").unwrap())
+                .await
+                .unwrap();
+            dataset.read_all(&plan).await.unwrap().0.to_vec()
+        };
+        let stats = || {
+            let s = &resources.caches().chunk_stats;
+            (s.hits.load(Ordering::Relaxed), s.misses.load(Ordering::Relaxed))
+        };
+        // Row 1 from chunk (0, 0), row 2 from the missing chunk (1, 0).
+        assert_eq!(read().await, [1, 9]);
+        assert_eq!(stats(), (0, 1));
+        assert_eq!(read().await, [1, 9]);
+        assert_eq!(stats(), (1, 1));
+        // Rewritten, with a later modification time: read again.
+        std::fs::write(&chunk, [2u8; 8]).unwrap();
+        let file = std::fs::File::options().write(true).open(&chunk).unwrap();
+        let modified = file.metadata().unwrap().modified().unwrap();
+        file.set_modified(modified + Duration::from_secs(1)).unwrap();
+        assert_eq!(read().await, [2, 9]);
+        assert_eq!(stats(), (1, 2));
     }
 
     /// A read dropped while its chunks wait for the decoding thread keeps

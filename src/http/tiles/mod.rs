@@ -264,13 +264,9 @@ async fn tile(
             .body(Body::empty())
             .expect("valid response"));
     }
-    let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
-        let picture = render.picture_of_cells(&raster.cells, &raster.pixels);
-        png_picture(TILE_SIZE, TILE_SIZE, &picture)
-            .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
-    })
-    .await
-    .map_err(|e| ApiError::Engine(Error::Internal(format!("drawing failed: {e}"))))??;
+    let picture = render.picture_of_cells(&raster.cells, &raster.pixels);
+    let png = png_picture(TILE_SIZE, TILE_SIZE, &picture)
+        .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))?;
     Ok(response
         .header(header::CONTENT_LENGTH, png.len())
         .body(Body::from(Bytes::from(png)))

@@ -195,13 +195,30 @@ impl Render {
     /// The picture of a raster whose pixel `i` shows `cells[pixels[i]]`
     /// (`u32::MAX`: no value), as [`Render::picture`] would draw those
     /// values: each cell is coloured once, then every pixel is a lookup.
+    /// The palette is chosen from the cells' colours (every cell is some
+    /// pixel's), so the transparent slot may differ from `picture`'s; the
+    /// RGBA is the same.
     pub fn picture_of_cells(&self, cells: &[f64], pixels: &[u32]) -> Picture {
-        let by_cell = self.codes(cells, self.nodata);
-        let codes = pixels
+        let mut codes = self.codes(cells, self.nodata);
+        // A pixel off the grid is transparent: one more code, at the end.
+        let off_grid = codes.len();
+        codes.push(CLEAR);
+        let clear_used = codes[..off_grid].contains(&CLEAR) || pixels.iter().any(|&p| p as usize >= off_grid);
+        let mut used = [false; 257];
+        for &c in &codes[..off_grid] {
+            used[usize::from(c)] = true;
+        }
+        used[usize::from(CLEAR)] = clear_used;
+        let Some((palette, clear)) = self.palette_for(&used) else {
+            let all: Vec<u16> = pixels.iter().map(|&p| codes[(p as usize).min(off_grid)]).collect();
+            return self.paint(all);
+        };
+        let by_cell: Vec<u8> = codes
             .iter()
-            .map(|&p| by_cell.get(p as usize).copied().unwrap_or(CLEAR))
+            .map(|&c| if c == CLEAR { clear } else { c as u8 })
             .collect();
-        self.paint(codes)
+        let indices = pixels.iter().map(|&p| by_cell[(p as usize).min(off_grid)]).collect();
+        Picture::Indexed { indices, palette }
     }
 
     /// The palette code of each value ([`CLEAR`] where it is not drawn).
@@ -219,38 +236,36 @@ impl Render {
     /// The picture of one palette code a pixel: indexed, or RGBA when all
     /// 256 colours and transparency are used (257 entries).
     fn paint(&self, codes: Vec<u16>) -> Picture {
-        let palette = self.palette();
         let mut used = [false; 257];
         for &c in &codes {
             used[usize::from(c)] = true;
         }
-        // Transparency takes the first colour no pixel uses.
-        let clear_slot = match used[usize::from(CLEAR)] {
-            false => None,
-            true => match used[..256].iter().position(|u| !u) {
-                Some(slot) => Some(slot as u8),
-                None => {
-                    let rgba = codes
-                        .iter()
-                        .flat_map(|&c| palette.get(usize::from(c)).copied().unwrap_or([0; 4]))
-                        .collect();
-                    return Picture::Rgba(rgba);
-                }
-            },
+        let Some((palette, clear)) = self.palette_for(&used) else {
+            let colours = self.palette();
+            let rgba = codes
+                .iter()
+                .flat_map(|&c| colours.get(usize::from(c)).copied().unwrap_or([0; 4]))
+                .collect();
+            return Picture::Rgba(rgba);
         };
-        let mut colours = palette.to_vec();
-        if let Some(slot) = clear_slot {
-            colours[usize::from(slot)] = [0, 0, 0, 0];
-        }
-        let clear = clear_slot.unwrap_or(0);
         let indices = codes
             .into_iter()
             .map(|c| if c == CLEAR { clear } else { c as u8 })
             .collect();
-        Picture::Indexed {
-            indices,
-            palette: colours,
+        Picture::Indexed { indices, palette }
+    }
+
+    /// The palette for pictures using the codes marked in `used`, and the
+    /// index transparency takes: the first colour unused, when [`CLEAR`]
+    /// is used. `None` when all 257 are (then only RGBA will do).
+    fn palette_for(&self, used: &[bool; 257]) -> Option<(Vec<[u8; 4]>, u8)> {
+        let mut colours = self.palette().to_vec();
+        if !used[usize::from(CLEAR)] {
+            return Some((colours, 0));
         }
+        let slot = used[..256].iter().position(|u| !u)?;
+        colours[slot] = [0, 0, 0, 0];
+        Some((colours, slot as u8))
     }
 
     /// The palette code of each byte value (256: transparent), for one-byte types.

@@ -453,7 +453,6 @@ impl Sampling {
             Pixels::Each(cells) => cells.iter().map(|c| c.map_or(OFF, |(r, c)| at(r, c))).collect(),
         }
     }
-
 }
 
 /// Each item's position among the distinct items (sorted), and those.

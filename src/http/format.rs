@@ -119,12 +119,14 @@ pub(super) fn accept_items(accept: &str) -> impl Iterator<Item = (String, f32)> 
 /// its colours are transparent) when it has at most 256 colours, one byte a
 /// pixel; else RGBA. Both decode to the same RGBA (api.md 3.3).
 ///
-/// Indexed pictures are deflated with fdeflate (`Compression::Fast`, the
-/// `Up` filter): a map tile of the bench's data is 5.7 KB on average
-/// instead of 67 KB stored, for no loss of tiles a second (BENCHMARKS.md),
-/// and every client gains, asked or not.
-/// RGBA pictures (four times the bytes to deflate) are stored, and HTTP
-/// compression (`Accept-Encoding`) compresses them when the client asks.
+/// Indexed pictures whose rows mostly repeat the row above (map tiles
+/// zoomed in past their cells, smooth fields) are deflated with fdeflate
+/// and the `Up` filter, which makes those pixels zeros that fdeflate codes
+/// almost free: a map tile of the bench's 0.25° field is 5.7 KB on average
+/// instead of 67 KB, for no loss of tiles a second. Noisy pictures are
+/// stored: deflating them costs a third of the PNG tile rate and saves 8%
+/// (BENCHMARKS.md). RGBA pictures (four times the bytes) are stored too;
+/// HTTP compression (`Accept-Encoding`) compresses them when asked.
 pub(super) fn png_picture(width: u32, height: u32, picture: &Picture) -> Result<Vec<u8>, png::EncodingError> {
     let (indices, palette) = match picture {
         Picture::Rgba(rgba) => return png_body(width, height, rgba),
@@ -134,12 +136,14 @@ pub(super) fn png_picture(width: u32, height: u32, picture: &Picture) -> Result<
     let mut encoder = png::Encoder::new(&mut out, width, height);
     encoder.set_color(png::ColorType::Indexed);
     encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::Fast);
-    // fdeflate codes runs of zeros; `Up` makes a row that repeats the one
-    // above (every row of a tile zoomed in past its cells) all zeros. Per
-    // row adaptive filtering costs 20% more time for a larger tile; `Sub`
-    // gives tiles 2.6x larger, no filter 11x.
-    encoder.set_filter(png::Filter::Up);
+    if repeats_rows(indices, width as usize) {
+        encoder.set_compression(png::Compression::Fast);
+        // Per row adaptive filtering costs 20% more time for a larger
+        // tile; `Sub` gives tiles 2.6x larger, no filter 11x.
+        encoder.set_filter(png::Filter::Up);
+    } else {
+        encoder.set_compression(png::Compression::NoCompression);
+    }
     encoder.set_palette(palette.iter().flat_map(|c| [c[0], c[1], c[2]]).collect::<Vec<u8>>());
     if let Some(last) = palette.iter().rposition(|c| c[3] != 255) {
         encoder.set_trns(palette[..=last].iter().map(|c| c[3]).collect::<Vec<u8>>());
@@ -148,6 +152,27 @@ pub(super) fn png_picture(width: u32, height: u32, picture: &Picture) -> Result<
     writer.write_image_data(indices)?;
     writer.finish()?;
     Ok(out)
+}
+
+/// Whether about half the pixels or more equal the pixel above them: rows
+/// equal to the row above count whole (one comparison of the row), of the
+/// other rows every eighth is counted pixel by pixel (a full count costs
+/// a quarter of a noisy tile's PNG rate).
+fn repeats_rows(indices: &[u8], width: usize) -> bool {
+    if width == 0 || indices.len() <= width {
+        return false;
+    }
+    let (mut same, mut seen) = (0usize, 0usize);
+    let pairs = indices.chunks_exact(width).zip(indices.chunks_exact(width).skip(1));
+    for (i, (above, row)) in pairs.enumerate() {
+        if above == row {
+            (same, seen) = (same + width, seen + width);
+        } else if i % 8 == 0 {
+            let equal: usize = above.iter().zip(row).map(|(a, b)| usize::from(a == b)).sum();
+            (same, seen) = (same + equal, seen + width);
+        }
+    }
+    2 * same >= seen
 }
 
 pub(super) fn png_body(width: u32, height: u32, rgba: &[u8]) -> Result<Vec<u8>, png::EncodingError> {

@@ -181,15 +181,35 @@ impl Render {
     /// [`Render::rgba`] draws. A picture that uses all 256 colours and has
     /// transparent pixels too needs 257 entries: then RGBA.
     pub fn picture(&self, data_type: DataType, data: &[u8]) -> Result<Picture> {
-        let codes: Vec<u16> = if matches!(data_type, DataType::Bool | DataType::Int8 | DataType::UInt8) {
-            let by_byte = self.byte_codes(data_type, data);
-            data.iter().map(|&b| by_byte[usize::from(b)]).collect()
-        } else {
-            let values = real_values(data_type, data)?;
-            let nodata = self.nodata.map(|v| in_type(data_type, v));
-            self.codes(&values, nodata)
+        if matches!(data_type, DataType::Bool | DataType::Int8 | DataType::UInt8) {
+            return Ok(self.byte_picture(data_type, data));
+        }
+        let values = real_values(data_type, data)?;
+        let nodata = self.nodata.map(|v| in_type(data_type, v));
+        Ok(self.paint(self.codes(&values, nodata)))
+    }
+
+    /// One-byte types: each byte value's index is found once, then every
+    /// pixel is one table lookup.
+    fn byte_picture(&self, data_type: DataType, data: &[u8]) -> Picture {
+        let by_byte = self.byte_codes(data_type, data);
+        let mut used = [false; 257];
+        if by_byte.contains(&CLEAR) {
+            // Transparency needs a colour no pixel uses: which are used?
+            let mut present = [false; 256];
+            for &b in data {
+                present[usize::from(b)] = true;
+            }
+            for (b, _) in present.iter().enumerate().filter(|(_, p)| **p) {
+                used[usize::from(by_byte[b])] = true;
+            }
+        }
+        let Some((palette, clear)) = self.palette_for(&used) else {
+            return self.paint(data.iter().map(|&b| by_byte[usize::from(b)]).collect());
         };
-        Ok(self.paint(codes))
+        let table = by_byte.map(|c| if c == CLEAR { clear } else { c as u8 });
+        let indices = data.iter().map(|&b| table[usize::from(b)]).collect();
+        Picture::Indexed { indices, palette }
     }
 
     /// The picture of a raster whose pixel `i` shows `cells[pixels[i]]`

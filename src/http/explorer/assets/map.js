@@ -23,7 +23,8 @@
   const hi = document.getElementById("rescale-hi");
   const pickers = Array.from(document.querySelectorAll("select[data-label-for][data-name]"));
 
-  const map = L.map("map-view", { worldCopyJump: true, minZoom: 0, zoomSnap: 0.25 });
+  // Whole zooms: Leaflet leaves hairline gaps between tiles at fractional ones.
+  const map = L.map("map-view", { worldCopyJump: true, minZoom: 0 });
   // The grid's cells, west > east across the antimeridian.
   const eastEdge = east < west ? east + 360 : east;
   map.fitBounds([[south, west], [north, eastEdge]]);

@@ -124,7 +124,7 @@ pub(super) fn accept_items(accept: &str) -> impl Iterator<Item = (String, f32)> 
 /// and the `Up` filter, which makes those pixels zeros that fdeflate codes
 /// almost free: a map tile of the bench's 0.25° field is 5.7 KB on average
 /// instead of 67 KB, for no loss of tiles a second. Noisy pictures are
-/// stored: deflating them costs a third of the PNG tile rate and saves 8%
+/// stored: deflating them costs a third of the PNG tile rate and saves 7%
 /// (BENCHMARKS.md). RGBA pictures (four times the bytes) are stored too;
 /// HTTP compression (`Accept-Encoding`) compresses them when asked.
 pub(super) fn png_picture(width: u32, height: u32, picture: &Picture) -> Result<Vec<u8>, png::EncodingError> {
@@ -157,7 +157,7 @@ pub(super) fn png_picture(width: u32, height: u32, picture: &Picture) -> Result<
 /// Whether about half the pixels or more equal the pixel above them: rows
 /// equal to the row above count whole (one comparison of the row), of the
 /// other rows every eighth is counted pixel by pixel (a full count costs
-/// a quarter of a noisy tile's PNG rate).
+/// 27% of a noisy tile's PNG rate; this one about 10%).
 fn repeats_rows(indices: &[u8], width: usize) -> bool {
     if width == 0 || indices.len() <= width {
         return false;

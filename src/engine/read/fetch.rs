@@ -59,7 +59,6 @@ pub(super) struct Fetched {
 }
 
 impl Dataset {
-    /// An unsharded chunk: read whole.
     /// An unsharded chunk: read whole. A chunk `keep` marks (one of a
     /// small read's, [`super::slab`]) comes from the decoded-chunk cache
     /// when the store still has the version it was decoded from (a `head`:
@@ -74,68 +73,53 @@ impl Dataset {
     ) -> Result<Fetched> {
         let codecs = plan.meta().codecs_at(&unit.coords).clone();
         let placement = unit.part.placement(&codecs.decoded_repr().shape);
-        let caches = &self.resources.caches;
-        if keep && pin.is_none() {
-            let current = self.store.head(&key).await?;
-            let Some(etag) = current.and_then(|info| info.etag) else {
-                // Absent (the fill value), or a store without versions.
-                return self.read_chunk(key, codecs, placement, None, false).await;
-            };
-            let cache_key: ChunkKey = (self.name.clone(), key.clone(), WHOLE_CHUNK, etag.clone());
-            let hit = caches.decoded_chunks.get(&cache_key).await;
+        let one = |key, version, source, cache_as| Fetched {
+            key,
+            version,
+            codecs: codecs.clone(),
+            items: vec![Item {
+                source,
+                placement: placement.clone(),
+                cache_as,
+            }],
+        };
+        let cache_key = if keep && pin.is_none() {
+            match self.store.head(&key).await? {
+                // Never written: the fill value, without asking again.
+                None => return Ok(one(key, None, Source::Fill, None)),
+                // No version (a store without ETags): nothing to key by.
+                Some(info) => info
+                    .etag
+                    .map(|etag| (self.name.clone(), key.clone(), WHOLE_CHUNK, etag)),
+            }
+        } else {
+            None
+        };
+        if let Some(cache_key) = &cache_key {
+            let caches = &self.resources.caches;
+            let hit = caches.decoded_chunks.get(cache_key).await;
             let stats = &caches.chunk_stats;
             if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
             if let Some(data) = hit {
-                return Ok(Fetched {
-                    key,
-                    version: Some(etag),
-                    codecs,
-                    items: vec![Item {
-                        source: Source::Decoded(data),
-                        placement,
-                        cache_as: None,
-                    }],
-                });
+                return Ok(one(key, Some(cache_key.3.clone()), Source::Decoded(data), None));
             }
-            return self.read_chunk(key, codecs, placement, None, true).await;
         }
-        self.read_chunk(key, codecs, placement, pin, false).await
-    }
-
-    /// Read `key` whole; with `keep`, mark it to be cached under the
-    /// version read.
-    async fn read_chunk(
-        &self,
-        key: String,
-        codecs: Arc<CodecChain>,
-        placement: Placement,
-        pin: Pin,
-        keep: bool,
-    ) -> Result<Fetched> {
         let read = self
             .store
             .get(&key, ByteRange::All, pin.as_ref().and_then(|p| p.as_deref()))
             .await?;
         check_pin(&key, &pin, read.as_ref().map(|r| &r.info.etag))?;
-        let (source, version) = match read {
-            Some(read) => (Source::Encoded(read.data), read.info.etag),
-            None => (Source::Fill, None),
-        };
-        let cache_as = match (&source, &version) {
-            (Source::Encoded(_), Some(etag)) if keep => {
-                Some((self.name.clone(), key.clone(), WHOLE_CHUNK, etag.clone()))
+        Ok(match read {
+            None => one(key, None, Source::Fill, None),
+            Some(read) => {
+                // Kept under the version this read saw.
+                let cache_as = cache_key
+                    .is_some()
+                    .then(|| read.info.etag.clone())
+                    .flatten()
+                    .map(|etag| (self.name.clone(), key.clone(), WHOLE_CHUNK, etag));
+                one(key, read.info.etag, Source::Encoded(read.data), cache_as)
             }
-            _ => None,
-        };
-        Ok(Fetched {
-            key,
-            version,
-            codecs,
-            items: vec![Item {
-                source,
-                placement,
-                cache_as,
-            }],
         })
     }
 }

@@ -16,6 +16,7 @@ use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::Selection;
 use crate::engine::read::hierarchy::Dataset;
 use crate::engine::read::{ReadQuery, Versions};
+use crate::storage::join;
 
 /// The variable a CF `grid_mapping` attribute names: the attribute
 /// itself, or the first name of its extended form (`crs: x y`).
@@ -61,6 +62,15 @@ impl Raster {
     /// A pixel off the grid.
     pub const OFF_GRID: u32 = u32::MAX;
 
+    /// A raster of `pixels` pixels, all off the grid.
+    pub fn off_grid(pixels: usize) -> Self {
+        Raster {
+            cells: Vec::new(),
+            pixels: vec![Self::OFF_GRID; pixels],
+            versions: Versions::new(),
+        }
+    }
+
     /// The value of pixel `i` (NaN off the grid).
     pub fn value(&self, i: usize) -> f64 {
         match self.pixels[i] {
@@ -100,9 +110,9 @@ impl Dataset {
             .as_ref()
             .map(|m| m.attributes().clone())
             .unwrap_or_default();
-        let (mapping, group) = self.crs_nodes(path, &attributes).await;
         let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
         let mapping_name = text(&attributes, "grid_mapping").and_then(|m| grid_mapping_name(&m));
+        let (mapping, group) = self.crs_nodes(path, mapping_name.as_deref()).await;
         let mapping_attributes = mapping.as_ref().and_then(|n| n.attributes().cloned());
         let proj_code = text(&attributes, "proj:code").or_else(|| {
             group
@@ -125,19 +135,11 @@ impl Dataset {
     }
 
     /// The nodes that may name the CRS of the array at `path`: the variable
-    /// its `grid_mapping` names (a sibling), and its group.
-    async fn crs_nodes(&self, path: &str, attributes: &Value) -> (Option<Arc<Node>>, Option<Arc<Node>>) {
+    /// `mapping` names (its `grid_mapping`, a sibling), and its group.
+    async fn crs_nodes(&self, path: &str, mapping: Option<&str>) -> (Option<Arc<Node>>, Option<Arc<Node>>) {
         let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
-        let sibling = |name: &str| match parent {
-            "" => name.to_string(),
-            p => format!("{p}/{name}"),
-        };
-        let mapping = match attributes
-            .get("grid_mapping")
-            .and_then(Value::as_str)
-            .and_then(grid_mapping_name)
-        {
-            Some(name) => self.node(&sibling(&name)).await.ok(),
+        let mapping = match mapping {
+            Some(name) => self.node(&join(parent, name)).await.ok(),
             None => None,
         };
         (mapping, self.node(parent).await.ok())
@@ -176,8 +178,7 @@ impl Dataset {
             let relative = path[parent.len()..].trim_start_matches('/');
             let node = self.node(parent).await.ok()?;
             if let Some(levels) = node.attributes().and_then(|a| multiscales::levels(a, relative)) {
-                let join = |l: String| if parent.is_empty() { l } else { format!("{parent}/{l}") };
-                return Some(levels.into_iter().map(join).collect());
+                return Some(levels.iter().map(|l| join(parent, l)).collect());
             }
             if parent.is_empty() {
                 return None;

@@ -286,7 +286,8 @@ async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) ->
 fn map_section(ds: &str, path: &str, var: &GeoVariable, origin: &str) -> String {
     let [west, south, east, north] = var.grid.bounds();
     let ds_url = url_path(ds);
-    let layer = query_value(path);
+    // A path, its segments encoded, is a query value too.
+    let layer = url_path(path);
     let tilejson = format!("/v1/datasets/{ds_url}/tiles/WebMercatorQuad/tilejson.json?variable={layer}");
     let wms = format!("/v1/datasets/{ds_url}/wms");
     let legend = format!("{wms}?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetLegendGraphic&LAYER={layer}&WIDTH=20&HEIGHT=256");
@@ -315,17 +316,6 @@ fn map_section(ds: &str, path: &str, var: &GeoVariable, origin: &str) -> String 
         template_attr = escape(&template),
         capabilities_attr = escape(&capabilities),
     )
-}
-
-/// `text` as a query-string value (a path's slashes kept).
-fn query_value(text: &str) -> String {
-    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'~')
-        .remove(b'/');
-    percent_encoding::utf8_percent_encode(text, KEEP).to_string()
 }
 
 /// Each codec on a line: its name, then its configuration as compact JSON.

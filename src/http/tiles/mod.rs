@@ -221,11 +221,7 @@ async fn tile(
     let level = dataset.pyramid_level(&var, t.pixel_degrees(z)).await?;
     let sampling = Sampling::new(&level.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
     let raster = if sampling.is_empty() {
-        Raster {
-            cells: vec![],
-            pixels: vec![Raster::OFF_GRID; (TILE_SIZE * TILE_SIZE) as usize],
-            versions: Default::default(),
-        }
+        Raster::off_grid((TILE_SIZE * TILE_SIZE) as usize)
     } else {
         let plan = dataset.plan_raster(&level, &sampling, &request.labels).await?;
         let decoded = plan.decoded_bytes();

@@ -22,7 +22,7 @@ use super::conditional::{if_none_match, strong_etag};
 use super::format::png_picture;
 use super::view::escape;
 use super::AppState;
-use crate::engine::geo::Sampling;
+use crate::engine::geo::{Sampling, EARTH_RADIUS};
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
 use crate::engine::render::{Colormap, Render, RenderRequest};
 use crate::engine::{DataType, Dataset, Error, GeoVariable, Raster};
@@ -289,7 +289,7 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
         // EPSG:4326 in WMS 1.3.0: latitude first.
         "EPSG:4326" => (spread(bbox[1], bbox[3], width), down(bbox[0], bbox[2], height)),
         "EPSG:3857" | "EPSG:900913" => {
-            const R: f64 = 6_378_137.0;
+            const R: f64 = EARTH_RADIUS;
             let lons = spread(bbox[0], bbox[2], width)
                 .into_iter()
                 .map(|x| (x / R).to_degrees())
@@ -373,11 +373,7 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     let level = dataset.pyramid_level(&var, frame.pixel_degrees).await?;
     let sampling = Sampling::new(&level.grid, &frame.lons, &frame.lats);
     let raster = if sampling.is_empty() {
-        Raster {
-            cells: vec![],
-            pixels: vec![Raster::OFF_GRID; frame.width as usize * frame.height as usize],
-            versions: Default::default(),
-        }
+        Raster::off_grid(frame.width as usize * frame.height as usize)
     } else {
         let plan = dataset.plan_raster(&level, &sampling, &labels).await?;
         dataset.read_raster(&level, &sampling, &plan).await?
@@ -581,7 +577,7 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<St
     let [w, s, e, n] = var.grid.bounds();
     let (ew, ee) = if w <= e { (w, e) } else { (-180.0, 180.0) };
     let merc = |lon: f64, lat: f64| {
-        const R: f64 = 6_378_137.0;
+        const R: f64 = EARTH_RADIUS;
         let lat = lat.clamp(-85.051_128_779_806_59, 85.051_128_779_806_59);
         (
             R * lon.to_radians(),
@@ -655,8 +651,5 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<St
 
 /// The path of the coordinate `name` beside the array at `path`.
 fn coord_path(path: &str, name: &str) -> String {
-    match path.rsplit_once('/') {
-        Some((parent, _)) => format!("{parent}/{name}"),
-        None => name.to_string(),
-    }
+    crate::storage::join(path.rsplit_once('/').map_or("", |(parent, _)| parent), name)
 }

@@ -193,23 +193,19 @@ impl Render {
     /// pixel is one table lookup.
     fn byte_picture(&self, data_type: DataType, data: &[u8]) -> Picture {
         let by_byte = self.byte_codes(data_type, data);
-        let mut used = [false; 257];
-        if by_byte.contains(&CLEAR) {
-            // Transparency needs a colour no pixel uses: which are used?
-            let mut present = [false; 256];
-            for &b in data {
-                present[usize::from(b)] = true;
+        // Which colours are used matters only when transparency needs a
+        // colour no pixel uses.
+        let used = match by_byte.contains(&CLEAR) {
+            false => [false; 257],
+            true => {
+                let mut present = [false; 256];
+                for &b in data {
+                    present[usize::from(b)] = true;
+                }
+                used_codes((0..256).filter(|&b| present[b]).map(|b| by_byte[b]))
             }
-            for (b, _) in present.iter().enumerate().filter(|(_, p)| **p) {
-                used[usize::from(by_byte[b])] = true;
-            }
-        }
-        let Some((palette, clear)) = self.palette_for(&used) else {
-            return self.paint(data.iter().map(|&b| by_byte[usize::from(b)]).collect());
         };
-        let table = by_byte.map(|c| if c == CLEAR { clear } else { c as u8 });
-        let indices = data.iter().map(|&b| table[usize::from(b)]).collect();
-        Picture::Indexed { indices, palette }
+        self.looked_up(&by_byte, &used, data.iter().map(|&b| usize::from(b)))
     }
 
     /// The picture of a raster whose pixel `i` shows `cells[pixels[i]]`
@@ -220,25 +216,29 @@ impl Render {
     /// RGBA is the same.
     pub fn picture_of_cells(&self, cells: &[f64], pixels: &[u32]) -> Picture {
         let mut codes = self.codes(cells, self.nodata);
+        let mut used = used_codes(codes.iter().copied());
         // A pixel off the grid is transparent: one more code, at the end.
         let off_grid = codes.len();
         codes.push(CLEAR);
-        let clear_used = codes[..off_grid].contains(&CLEAR) || pixels.iter().any(|&p| p as usize >= off_grid);
-        let mut used = [false; 257];
-        for &c in &codes[..off_grid] {
-            used[usize::from(c)] = true;
-        }
-        used[usize::from(CLEAR)] = clear_used;
-        let Some((palette, clear)) = self.palette_for(&used) else {
-            let all: Vec<u16> = pixels.iter().map(|&p| codes[(p as usize).min(off_grid)]).collect();
-            return self.paint(all);
+        used[usize::from(CLEAR)] |= pixels.iter().any(|&p| p as usize >= off_grid);
+        self.looked_up(&codes, &used, pixels.iter().map(|&p| (p as usize).min(off_grid)))
+    }
+
+    /// The picture whose pixels show the codes `table[key]`, one key a
+    /// pixel, `used` marking the codes they use: each table entry's index
+    /// is found once.
+    fn looked_up(&self, table: &[u16], used: &[bool; 257], keys: impl Iterator<Item = usize>) -> Picture {
+        let Some((palette, clear)) = self.palette_for(used) else {
+            return self.paint(keys.map(|k| table[k]).collect());
         };
-        let by_cell: Vec<u8> = codes
+        let index: Vec<u8> = table
             .iter()
             .map(|&c| if c == CLEAR { clear } else { c as u8 })
             .collect();
-        let indices = pixels.iter().map(|&p| by_cell[(p as usize).min(off_grid)]).collect();
-        Picture::Indexed { indices, palette }
+        Picture::Indexed {
+            indices: keys.map(|k| index[k]).collect(),
+            palette,
+        }
     }
 
     /// The palette code of each value ([`CLEAR`] where it is not drawn).
@@ -256,11 +256,7 @@ impl Render {
     /// The picture of one palette code a pixel: indexed, or RGBA when all
     /// 256 colours and transparency are used (257 entries).
     fn paint(&self, codes: Vec<u16>) -> Picture {
-        let mut used = [false; 257];
-        for &c in &codes {
-            used[usize::from(c)] = true;
-        }
-        let Some((palette, clear)) = self.palette_for(&used) else {
+        let Some((palette, clear)) = self.palette_for(&used_codes(codes.iter().copied())) else {
             let colours = self.palette();
             let rgba = codes
                 .iter()
@@ -389,6 +385,15 @@ fn byte_extremes(data_type: DataType, data: &[u8]) -> Option<[u8; 2]> {
 
 /// The palette code of a pixel not drawn (transparent).
 const CLEAR: u16 = 256;
+
+/// Which of the 257 palette codes occur.
+fn used_codes(codes: impl Iterator<Item = u16>) -> [bool; 257] {
+    let mut used = [false; 257];
+    for c in codes {
+        used[usize::from(c)] = true;
+    }
+    used
+}
 
 /// Whether an element is drawn: neither NaN nor `nodata` (compared in the
 /// element's own type, so that a float32 -9999.9 matches `nodata=-9999.9`).

@@ -168,19 +168,11 @@ fn from_grid_mapping(name: &str, attrs: &Value, scale: f64) -> Result<Projection
 /// `EPSG:NNNN` (any case, also a URN or OGC URL ending in the code).
 fn epsg_code(text: &str) -> Option<u16> {
     let t = text.trim();
-    let upper = t.to_ascii_uppercase();
-    if !upper.contains("EPSG") {
+    if !t.to_ascii_uppercase().contains("EPSG") {
         return None;
     }
-    let digits: String = t
-        .chars()
-        .rev()
-        .take_while(char::is_ascii_digit)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    digits.parse().ok()
+    let start = t.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
+    t[start..].parse().ok()
 }
 
 /// The EPSG code a WKT (1 or 2) gives its CRS: its last `AUTHORITY` or
@@ -191,20 +183,13 @@ fn wkt_epsg(wkt: &str) -> Option<u16> {
         .iter()
         .filter_map(|m| upper.rfind(m).map(|i| i + m.len()))
         .max()?;
-    let rest = &wkt[at..];
-    let digits: String = rest
-        .trim_start_matches([',', ' ', '"'])
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
+    let rest = wkt[at..].trim_start_matches([',', ' ', '"']);
+    let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
     // Only the CRS's own id, which closes the WKT.
-    let tail = rest
-        .trim_start_matches([',', ' ', '"'])
-        .trim_start_matches(char::is_numeric);
-    tail.trim_start_matches(['"', ']', ' ', '\n', '\r', '\t'])
-        .is_empty()
-        .then(|| digits.parse().ok())
-        .flatten()
+    let closes = rest[end..]
+        .trim_start_matches(['"', ']', ' ', '\n', '\r', '\t'])
+        .is_empty();
+    closes.then(|| rest[..end].parse().ok()).flatten()
 }
 
 /// A PROJ string for a CF grid mapping and its parameters.

@@ -1,16 +1,18 @@
 //! Geographic arrays (contract 3.2): which dimensions of an array are X, Y,
-//! T and Z, the cells of its horizontal grid, which cell holds a point, and
-//! the rows and columns of the grid that a map raster's pixels sample.
+//! T and Z, its CRS, the cells of its horizontal grid, which cell holds a
+//! point, and the rows and columns of the grid that a map raster's pixels
+//! sample.
 //!
 //! A *geo variable* has two horizontal dimensions with 1-D coordinates
-//! (cell centres) in degrees: CRS84 longitude and latitude. Each
-//! coordinate's role comes from, in order: its `axis` attribute; its
-//! `standard_name`; its `units`; else its name. Cell edges are the midpoints
-//! between neighbouring centres, the outer ones mirrored; latitude may
-//! descend and longitudes may run 0..360 (seen from a map as −180..180). A
-//! point takes the cell that contains it, and on a shared edge the cell
-//! with the larger index. For a lat/lon grid on Web Mercator or CRS84 the
-//! sampling is separable: one lookup per pixel column and one per pixel row.
+//! (cell centres): longitude and latitude in degrees (CRS84), or x and y
+//! of a projected CRS ([`Crs`]). Each coordinate's role comes from, in
+//! order: its `axis` attribute; its `standard_name`; its `units`; else its
+//! name. Cell edges are the midpoints between neighbouring centres, the
+//! outer ones mirrored; latitude may descend and longitudes may run 0..360
+//! (seen from a map as −180..180). A point takes the cell that contains it,
+//! and on a shared edge the cell with the larger index. For a lat/lon grid
+//! on Web Mercator or CRS84 the sampling is separable: one lookup per pixel
+//! column and one per pixel row; a projected grid projects every pixel.
 
 mod crs;
 pub mod multiscales;
@@ -19,7 +21,7 @@ mod tile_matrix_set;
 use serde_json::Value;
 
 pub use crs::{Crs, CrsSources, Projection};
-pub use tile_matrix_set::{TileMatrixSet, TILE_SIZE};
+pub use tile_matrix_set::{TileMatrixSet, EARTH_RADIUS, METRES_PER_DEGREE, TILE_SIZE};
 
 use crate::engine::error::{Error, Result};
 
@@ -185,9 +187,6 @@ pub struct GeoGrid {
     /// The CRS of `x` and `y`.
     pub crs: Crs,
 }
-
-/// Metres in a degree of longitude at the equator (WGS 84).
-const METRES_PER_DEGREE: f64 = 111_319.490_793_273_57;
 
 /// Points taken along each side of a projected grid for its bounds.
 const BOUNDARY_POINTS: usize = 64;

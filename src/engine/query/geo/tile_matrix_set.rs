@@ -15,7 +15,10 @@ pub enum TileMatrixSet {
 pub const TILE_SIZE: u32 = 256;
 
 /// The Web Mercator sphere's radius (EPSG:3857), metres.
-const EARTH_RADIUS: f64 = 6_378_137.0;
+pub const EARTH_RADIUS: f64 = 6_378_137.0;
+
+/// Metres in a degree of longitude at the equator of that sphere.
+pub const METRES_PER_DEGREE: f64 = 2.0 * std::f64::consts::PI * EARTH_RADIUS / 360.0;
 
 impl TileMatrixSet {
     /// Every set served.
@@ -60,9 +63,7 @@ impl TileMatrixSet {
     /// A pixel's size at `zoom` in the set's CRS units (metres or degrees).
     pub fn cell_size(self, zoom: u8) -> f64 {
         match self {
-            Self::WebMercatorQuad => {
-                2.0 * std::f64::consts::PI * EARTH_RADIUS / f64::from(TILE_SIZE) / (1u64 << zoom) as f64
-            }
+            Self::WebMercatorQuad => 360.0 * METRES_PER_DEGREE / f64::from(TILE_SIZE) / (1u64 << zoom) as f64,
             Self::WorldCrs84Quad => 180.0 / f64::from(TILE_SIZE) / (1u64 << zoom) as f64,
         }
     }
@@ -71,7 +72,7 @@ impl TileMatrixSet {
     pub fn scale_denominator(self, zoom: u8) -> f64 {
         let metres_per_unit = match self {
             Self::WebMercatorQuad => 1.0,
-            Self::WorldCrs84Quad => 2.0 * std::f64::consts::PI * EARTH_RADIUS / 360.0,
+            Self::WorldCrs84Quad => METRES_PER_DEGREE,
         };
         self.cell_size(zoom) * metres_per_unit / 0.000_28
     }

@@ -16,6 +16,7 @@
 
 pub mod buffer_pool;
 pub mod config;
+pub mod encode;
 pub mod engine;
 pub mod fuzz_checks;
 pub mod http;

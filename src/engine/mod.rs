@@ -36,6 +36,7 @@ pub(crate) use format::metadata_v2::{
 };
 pub use format::time::{TimeUnit, Unit, NAT};
 pub use format::{codec, copy, values, vlen};
+pub(crate) use query::cf::attribute_number;
 pub use query::geo;
 pub use query::labels;
 pub use query::node::Node;

@@ -2,6 +2,7 @@
 //! the engine's API (datasets, nodes, read plans) but nothing of codecs.
 
 mod conditional;
+mod dap2;
 mod data;
 mod explorer;
 mod format;
@@ -192,6 +193,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .merge(explorer::routes())
         .merge(tiles::routes())
         .merge(wms::routes())
+        .merge(dap2::routes())
 }
 
 /// The largest POST body of a region read.

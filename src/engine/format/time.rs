@@ -267,6 +267,48 @@ fn parse_time_of_day(text: &str) -> Option<i128> {
     Some(((hours * 60 + minutes) * 60 + seconds) * 1_000_000_000 + fraction - offset_ns)
 }
 
+/// A CF time unit (`units` of a time variable) for elements of `unit`,
+/// as [`TimeUnit::cf_count`] gives them: NumPy's weeks become days, its
+/// years and months days since the epoch, and units finer than
+/// nanoseconds nanoseconds.
+impl TimeUnit {
+    /// The CF name of the unit counts are given in: `seconds`, `days`, ...
+    pub fn cf_unit(&self) -> &'static str {
+        match self.unit {
+            Unit::Year | Unit::Month | Unit::Week | Unit::Day => "days",
+            Unit::Hour => "hours",
+            Unit::Minute => "minutes",
+            Unit::Second => "seconds",
+            Unit::Milli => "milliseconds",
+            Unit::Micro => "microseconds",
+            Unit::Nano | Unit::Pico | Unit::Femto | Unit::Atto => "nanoseconds",
+        }
+    }
+
+    /// Stored value `value` as a count of [`Self::cf_unit`] since the
+    /// epoch (NaN for NaT). Years and months are calendar ones, so as a
+    /// duration (a `timedelta64`) they have no count: `None`.
+    pub fn cf_count(&self, value: i64, instant: bool) -> Option<f64> {
+        if value == NAT {
+            return Some(f64::NAN);
+        }
+        let steps = value as i128 * self.scale as i128;
+        Some(match self.unit {
+            Unit::Year if instant => days_from_civil(1970 + steps, 1, 1) as f64,
+            Unit::Month if instant => {
+                let month = steps.rem_euclid(12) as u32 + 1;
+                days_from_civil(1970 + steps.div_euclid(12), month, 1) as f64
+            }
+            Unit::Year | Unit::Month => return None,
+            Unit::Week => (steps * 7) as f64,
+            Unit::Pico => steps as f64 / 1e3,
+            Unit::Femto => steps as f64 / 1e6,
+            Unit::Atto => steps as f64 / 1e9,
+            _ => steps as f64,
+        })
+    }
+}
+
 fn days_in_month(year: i128, month: u32) -> u32 {
     match month {
         2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
@@ -312,6 +354,19 @@ fn civil_from_days(days: i128) -> (i128, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cf_counts_of_every_unit() {
+        let unit = |t: &str| TimeUnit::parse(t).unwrap();
+        assert_eq!(unit("ns").cf_unit(), "nanoseconds");
+        assert_eq!(unit("10s").cf_count(3, true), Some(30.0));
+        assert_eq!(unit("W").cf_count(2, true), Some(14.0));
+        assert_eq!(unit("Y").cf_count(1, true), Some(365.0));
+        assert_eq!(unit("M").cf_count(-1, true), Some(-31.0));
+        assert_eq!(unit("M").cf_count(1, false), None);
+        assert_eq!(unit("ps").cf_count(5_000, true), Some(5.0));
+        assert!(unit("s").cf_count(NAT, true).unwrap().is_nan());
+    }
 
     fn text(unit: &str, v: i64) -> String {
         TimeUnit::parse(unit).unwrap().format_datetime(v).unwrap()

@@ -45,6 +45,16 @@ impl Selection {
         }
     }
 
+    /// `start:stop:step` along each dimension (`stop` exclusive), as a
+    /// protocol's hyperslabs give them.
+    pub fn of_strided(slices: &[(u64, u64, u64)]) -> Self {
+        let slice = |&(a, b, s): &(u64, u64, u64)| SelectItem::Slice(Some(a as i64), Some(b as i64), Some(s as i64));
+        Self {
+            items: slices.iter().map(slice).collect(),
+            points: None,
+        }
+    }
+
     /// Points (NumPy `vindex`): one position per dimension for each.
     pub fn points(points: Vec<Vec<i64>>) -> Self {
         Self {

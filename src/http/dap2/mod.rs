@@ -1,0 +1,495 @@
+//! OPeNDAP DAP2 (contract 3.4): one DAP2 dataset per group, at
+//! `/v1/datasets/{ds}/dap` (the root group) and `/v1/datasets/{ds}/dap/G`,
+//! answering `.dds`, `.das`, `.dods` and `.ascii` (`.asc`) as libdap-based
+//! servers do, for netCDF-C, netCDF4-python, xarray and pydap.
+//!
+//! A thin adapter: [`model`] maps a group's arrays to DAP variables,
+//! [`constraint`] turns a constraint expression into the engine's
+//! selections, [`text`] writes the DDS, DAS and ASCII, and the `.dods`
+//! body is the engine's slab stream encoded by [`crate::encode::xdr`].
+//! Errors are DAP2 `Error { ... };` bodies with the contract's statuses.
+
+mod constraint;
+mod model;
+mod text;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use bytes::Bytes;
+use futures::StreamExt;
+
+use self::constraint::{Leaf, Projection};
+use self::model::{DapDataset, Variable};
+use super::conditional::{if_none_match, strong_etag};
+use super::problem::ApiError;
+use super::AppState;
+use crate::encode::xdr;
+use crate::engine::{Dataset, Error, ReadPlan, Selection, Versions};
+use crate::metrics::Metrics;
+
+/// The answers a DAP2 dataset gives, by URL suffix.
+const SUFFIXES: &str = ".dds, .das, .dods, .ascii (or .asc)";
+
+/// Reads up to this many decoded bytes are answered from memory; larger
+/// ones stream slab by slab.
+const IN_MEMORY_BYTES: u64 = 8 << 20;
+
+/// Slabs larger than this are encoded off the async workers.
+const INLINE_ENCODE_BYTES: usize = 1 << 20;
+
+/// The DAP2 routes. Text answers compress on request; `.dods` bodies
+/// larger than `compress_max_bytes` are sent as they are.
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    let mut router = Router::new()
+        .route("/v1/datasets/{ds}/dap", get(root).head(root))
+        .route("/v1/datasets/{ds}/dap/{*rest}", get(group).head(group));
+    for suffix in ["dds", "das", "dods", "ascii", "asc"] {
+        router = router.route(&format!("/v1/datasets/{{ds}}/dap.{suffix}"), get(root).head(root));
+    }
+    router.layer(super::compression())
+}
+
+/// What a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Dds,
+    Das,
+    Dods,
+    Ascii,
+}
+
+impl Answer {
+    fn of(suffix: &str) -> Option<Self> {
+        Some(match suffix {
+            "dds" => Self::Dds,
+            "das" => Self::Das,
+            "dods" => Self::Dods,
+            "ascii" | "asc" => Self::Ascii,
+            _ => return None,
+        })
+    }
+
+    /// `Content-Description`, as libdap names each answer.
+    fn description(self) -> &'static str {
+        match self {
+            Self::Dds => "dods_dds",
+            Self::Das => "dods_das",
+            Self::Dods => "dods_data",
+            Self::Ascii => "dods_ascii",
+        }
+    }
+}
+
+/// A request: the dataset, the group's path and the answer asked for.
+struct Request<'a> {
+    state: &'a AppState,
+    ds: String,
+    group: String,
+    answer: Answer,
+    query: Option<String>,
+    method: Method,
+    headers: HeaderMap,
+}
+
+/// `/v1/datasets/{ds}/dap.{suffix}`: the root group.
+async fn root(
+    State(state): State<Arc<AppState>>,
+    Path(ds): Path<String>,
+    uri: Uri,
+    RawQuery(query): RawQuery,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let suffix = uri.path().rsplit_once("/dap").map_or("", |(_, s)| s);
+    let suffix = suffix.strip_prefix('.').unwrap_or(suffix);
+    respond(&state, ds, String::new(), suffix, query, method, headers).await
+}
+
+/// `/v1/datasets/{ds}/dap/{group}.{suffix}`.
+async fn group(
+    State(state): State<Arc<AppState>>,
+    Path((ds, rest)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let (group, suffix) = match rest.rsplit_once('.') {
+        Some((group, suffix)) if !suffix.contains('/') => (group.to_string(), suffix.to_string()),
+        _ => (rest.clone(), String::new()),
+    };
+    respond(&state, ds, group, &suffix, query, method, headers).await
+}
+
+async fn respond(
+    state: &AppState,
+    ds: String,
+    group: String,
+    suffix: &str,
+    query: Option<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let Some(answer) = Answer::of(suffix) else {
+        let what = match suffix {
+            "" => "no DAP2 answer named: append".to_string(),
+            other => format!("'.{other}' is not a DAP2 answer this server gives; it gives"),
+        };
+        return dap_error(ApiError::NotFound(format!("{what} {SUFFIXES} to the dataset's URL")));
+    };
+    let request = Request {
+        state,
+        ds,
+        group: group.trim_matches('/').to_string(),
+        answer,
+        query,
+        method,
+        headers,
+    };
+    match request.answer().await {
+        Ok(response) => with_dap_headers(response, answer.description()),
+        Err(e) => dap_error(e),
+    }
+}
+
+impl Request<'_> {
+    async fn answer(&self) -> Result<Response, ApiError> {
+        let dataset = self.state.dataset(&self.ds, &self.headers)?;
+        let dap = DapDataset::load(dataset, &self.group).await?;
+        if self.answer == Answer::Das {
+            return Ok(self.text(text::das(&dap)));
+        }
+        let projection = Projection::parse(self.query.as_deref(), &dap).map_err(ApiError::BadRequest)?;
+        match self.answer {
+            Answer::Dds => Ok(self.text(text::dds(&dap, &projection))),
+            Answer::Ascii => {
+                let reads = Reads::plan(dataset, &dap, &projection).await?;
+                reads.check_limit(self.state.max_response_bytes)?;
+                let (data, _) = reads.read_all(dataset).await?;
+                let body = text::ascii(&dap, &projection, &data).map_err(|e| self.corrupt(e))?;
+                Ok(self.text(body))
+            }
+            _ => self.dods(dataset, &dap, &projection).await,
+        }
+    }
+
+    /// A text answer, tagged by its bytes.
+    fn text(&self, body: String) -> Response {
+        let etag = strong_etag(&[body.as_bytes()]);
+        super::conditional::respond(
+            Bytes::from(body),
+            "text/plain; charset=utf-8",
+            &etag,
+            &self.method,
+            &self.headers,
+        )
+    }
+
+    fn corrupt(&self, reason: String) -> ApiError {
+        ApiError::Engine(Error::corrupt(self.group.clone(), reason))
+    }
+
+    /// `.dods`: the constrained DDS, `Data:`, then each array in XDR, from
+    /// memory for small reads, else streamed slab by slab.
+    async fn dods(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
+        let reads = Reads::plan(dataset, dap, projection).await?;
+        let xdr_bytes = reads.check_limit(self.state.max_response_bytes)?;
+        let permit = dataset.resources().admit_read().await.inspect_err(|_| {
+            self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+        })?;
+        let header = format!("{}Data:\n", text::dds(dap, projection)).into_bytes();
+        let in_memory = reads.decoded_bytes() <= IN_MEMORY_BYTES;
+        let (payload, versions) = match in_memory {
+            true => {
+                let (data, versions) = reads.read_all(dataset).await?;
+                let mut body = header;
+                for (read, data) in reads.0.iter().zip(&data) {
+                    read.encode_whole(data, &mut body).map_err(|e| self.corrupt(e))?;
+                }
+                (Payload::Whole(Bytes::from(body)), versions)
+            }
+            false => {
+                let mut each = Vec::with_capacity(reads.0.len());
+                for read in &reads.0 {
+                    each.push(dataset.read_versions(&read.plan).await?);
+                }
+                let all = each.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+                (Payload::Stream(header, each), all)
+            }
+        };
+        let etag = self.dods_etag(dap, projection, &reads, &versions);
+        let response = Response::builder()
+            .header(header::ETAG, &etag)
+            .header(header::CONTENT_TYPE, "application/octet-stream");
+        if if_none_match(&self.headers, &etag) {
+            return Ok(response
+                .status(StatusCode::NOT_MODIFIED)
+                .body(Body::empty())
+                .expect("valid response"));
+        }
+        let length = match &payload {
+            Payload::Whole(body) => Some(body.len() as u64),
+            Payload::Stream(header, _) => xdr_bytes.exact.then_some(header.len() as u64 + xdr_bytes.bytes),
+        };
+        let mut response = response;
+        if let Some(length) = length {
+            response = response.header(header::CONTENT_LENGTH, length);
+        }
+        if length.is_none_or(|n| n > self.state.compress_max_bytes) {
+            response = response.extension(super::Uncompressed);
+        }
+        let body = match payload {
+            _ if self.method == Method::HEAD => Body::empty(),
+            Payload::Whole(body) => Body::from(body),
+            Payload::Stream(header, each) => stream(
+                self.state.metrics.clone(),
+                dataset.clone(),
+                header,
+                reads.0.into_iter().zip(each).collect(),
+                permit,
+            ),
+        };
+        Ok(response.body(body).expect("valid response"))
+    }
+
+    /// A strong ETag naming the dataset, group, projection, each array's
+    /// metadata version and the version of every key read.
+    fn dods_etag(&self, dap: &DapDataset, projection: &Projection, reads: &Reads, versions: &Versions) -> String {
+        let key = projection.key(dap);
+        let mut parts: Vec<&[u8]> = vec![self.ds.as_bytes(), self.group.as_bytes(), b"dods", key.as_bytes()];
+        for read in &reads.0 {
+            parts.push(read.plan.node().etag.as_deref().unwrap_or("").as_bytes());
+        }
+        for (key, version) in versions {
+            parts.push(key.as_bytes());
+            parts.push(version.as_deref().unwrap_or("-").as_bytes());
+        }
+        strong_etag(&parts)
+    }
+}
+
+/// A `.dods` body: in memory, or its header then the arrays streamed
+/// (each pinned to the versions of its keys).
+enum Payload {
+    Whole(Bytes),
+    Stream(Vec<u8>, Vec<Versions>),
+}
+
+/// The XDR body's size: exact, or (with strings) its estimate.
+struct XdrBytes {
+    bytes: u64,
+    exact: bool,
+}
+
+/// One array of a response: its variable's types and its read.
+struct Read {
+    data_type: crate::engine::DataType,
+    dap: xdr::DapType,
+    scalar: bool,
+    count: u64,
+    plan: ReadPlan,
+}
+
+impl Read {
+    /// Its XDR bytes, if known before reading (strings are not).
+    fn xdr_bytes(&self) -> Option<u64> {
+        match self.scalar {
+            true => self.dap.scalar_bytes(),
+            false => self.dap.array_bytes(self.count),
+        }
+    }
+
+    /// Append the whole array, from all its elements.
+    fn encode_whole(&self, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        if self.scalar {
+            return xdr::append_scalar(self.data_type, data, out);
+        }
+        out.extend(xdr::array_header(self.dap, self.count));
+        xdr::append_elements(self.data_type, data, out)?;
+        out.extend_from_slice(xdr::array_trailer(self.dap, self.count));
+        Ok(())
+    }
+}
+
+/// The arrays a projection reads, in the order they are sent.
+struct Reads(Vec<Read>);
+
+impl Reads {
+    /// Plan each leaf's read.
+    async fn plan(dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Self, ApiError> {
+        let mut reads = Vec::new();
+        for member in &projection.members {
+            for leaf in member.leaves() {
+                let var = &dap.variables[leaf.var];
+                reads.push(Self::read(dataset, var, leaf).await?);
+            }
+        }
+        Ok(Self(reads))
+    }
+
+    async fn read(dataset: &Dataset, var: &Variable, leaf: &Leaf) -> Result<Read, ApiError> {
+        let slices: Vec<(u64, u64, u64)> = leaf.slices.iter().map(|s| s.strided()).collect();
+        let plan = dataset.plan_read(&var.path, &Selection::of_strided(&slices)).await?;
+        Ok(Read {
+            data_type: var.data_type,
+            dap: var.dap,
+            scalar: var.dims.is_empty(),
+            count: leaf.slices.iter().map(|s| s.count).product(),
+            plan,
+        })
+    }
+
+    /// The XDR body's size; 413 when it exceeds `limit` (strings counted
+    /// at 8 bytes an element, the size of their handles in a read).
+    fn check_limit(&self, limit: u64) -> Result<XdrBytes, ApiError> {
+        let mut total = XdrBytes { bytes: 0, exact: true };
+        for read in &self.0 {
+            total.bytes += read.xdr_bytes().unwrap_or_else(|| {
+                total.exact = false;
+                4 + 8 * read.count
+            });
+        }
+        if total.bytes > limit {
+            return Err(ApiError::TooLarge {
+                requested: total.bytes,
+                limit,
+            });
+        }
+        Ok(total)
+    }
+
+    /// Decoded bytes of every read.
+    fn decoded_bytes(&self) -> u64 {
+        self.0.iter().map(|r| r.plan.output_bytes()).sum()
+    }
+
+    /// Every array's elements, read whole, and the versions read.
+    async fn read_all(&self, dataset: &Dataset) -> Result<(Vec<Bytes>, Versions), ApiError> {
+        let mut data = Vec::with_capacity(self.0.len());
+        let mut versions = Versions::new();
+        for read in &self.0 {
+            let (bytes, v) = dataset.read_all(&read.plan).await?;
+            data.push(bytes);
+            versions.extend(v);
+        }
+        Ok((data, versions))
+    }
+}
+
+/// Stream `header`, then each array: its lengths, its slabs encoded as
+/// they are read (one slab read ahead, as region reads do), its padding.
+/// An error after the headers ends the connection short.
+fn stream(
+    metrics: Arc<Metrics>,
+    dataset: Dataset,
+    header: Vec<u8>,
+    reads: Vec<(Read, Versions)>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+    tokio::spawn(async move {
+        let _permit = permit;
+        if tx.send(Ok(Bytes::from(header))).await.is_err() {
+            return;
+        }
+        for (read, versions) in reads {
+            let path = read.plan.node().path.clone();
+            if let Err(e) = send_array(&dataset, read, versions, &tx).await {
+                metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(dataset = %dataset.name, path = %path, error = %e, "DAP2 stream aborted");
+                let _ = tx.send(Err(std::io::Error::other(e))).await;
+                return;
+            }
+        }
+    });
+    let mut rx = rx;
+    Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+}
+
+/// One array of a stream. `Err` carries why it stopped; a closed
+/// connection is not an error (the client went away).
+async fn send_array(
+    dataset: &Dataset,
+    read: Read,
+    versions: Versions,
+    tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+) -> Result<(), String> {
+    let (data_type, dap, scalar, count) = (read.data_type, read.dap, read.scalar, read.count);
+    if !scalar && tx.send(Ok(Bytes::from(xdr::array_header(dap, count)))).await.is_err() {
+        return Ok(());
+    }
+    let mut slabs = std::pin::pin!(dataset.slab_stream(read.plan, versions));
+    loop {
+        let slab = tokio::select! {
+            _ = tx.closed() => return Ok(()),
+            slab = slabs.next() => match slab {
+                Some(slab) => slab.map_err(|e| e.to_string())?,
+                None => break,
+            },
+        };
+        let large = slab.len() > INLINE_ENCODE_BYTES;
+        let encode = move || {
+            let mut out = Vec::with_capacity(slab.len() * 2);
+            match scalar {
+                true => xdr::append_scalar(data_type, &slab, &mut out),
+                false => xdr::append_elements(data_type, &slab, &mut out),
+            }
+            .map(|()| Bytes::from(out))
+        };
+        let encoded = match large {
+            true => tokio::task::spawn_blocking(encode)
+                .await
+                .map_err(|e| format!("XDR encoding failed: {e}"))??,
+            false => encode()?,
+        };
+        if tx.send(Ok(encoded)).await.is_err() {
+            return Ok(());
+        }
+    }
+    let trailer = xdr::array_trailer(dap, count);
+    if !trailer.is_empty() {
+        let _ = tx.send(Ok(Bytes::from_static(trailer))).await;
+    }
+    Ok(())
+}
+
+/// The DAP2 headers clients look for.
+fn with_dap_headers(mut response: Response, description: &'static str) -> Response {
+    let headers = response.headers_mut();
+    headers.insert("content-description", HeaderValue::from_static(description));
+    headers.insert("xdods-server", HeaderValue::from_static("dods/3.2"));
+    headers.insert(
+        "xopendap-server",
+        HeaderValue::from_static(concat!("zarr-serve/", env!("CARGO_PKG_VERSION"))),
+    );
+    headers.insert("xdap", HeaderValue::from_static("2.0"));
+    response
+}
+
+/// An error as DAP2 sends it: `Error { code = N; message = "..."; };`
+/// with the contract's status (and its `Retry-After` or
+/// `WWW-Authenticate`).
+fn dap_error(error: ApiError) -> Response {
+    let status = error.status();
+    let message = error.to_string().replace('\\', "\\\\").replace('"', "\\\"");
+    let mut response = error.into_response();
+    let body = format!(
+        "Error {{\n    code = {};\n    message = \"{message}\";\n}};\n",
+        status.as_u16()
+    );
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.remove(header::CONTENT_LENGTH);
+    response.extensions_mut().insert(super::ProtocolError);
+    *response.body_mut() = Body::from(body);
+    with_dap_headers(response, "dods_error")
+}

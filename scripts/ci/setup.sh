@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Install what the tests need and the machine lacks: Debian packages (curl,
-# python3-venv, wrk, nginx-light, chromium and chromium-driver, gdal-bin and
-# python3-qgis; with sudo when not root), the pinned Python
+# python3-venv, wrk, nginx-light, chromium and chromium-driver, gdal-bin,
+# python3-qgis and netcdf-bin; with sudo when not root), the pinned Python
 # packages into .venv-test (zarr-python 2.18 into .venv-zarr2, openapi-python-client
-# into .venv-openapi), Azurite
+# into .venv-openapi, the DAP2 clients into .venv-dap with Python 3.12), Azurite
 # (npm, pinned) into .cache/azurite, Leaflet and OpenLayers (npm, pinned) into
 # .cache/mapjs and cargo-fuzz. Safe to run again: it skips what is there.
 set -euo pipefail
@@ -22,6 +22,8 @@ command -v chromedriver >/dev/null || pkgs+=(chromium-driver)
 # The map clients (test_map_clients.py): GDAL's WMS and TMS drivers, and QGIS
 # for Debian's own Python (about 190 MB to fetch, 900 MB installed).
 command -v gdal_translate >/dev/null || pkgs+=(gdal-bin)
+# The DAP2 clients (tests/dap): netCDF-C's ncdump.
+command -v ncdump >/dev/null || pkgs+=(netcdf-bin)
 /usr/bin/python3 -c 'import qgis.core' 2>/dev/null || pkgs+=(python3-qgis)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "installing ${pkgs[*]}"
@@ -41,6 +43,15 @@ VENV=${ZS_VENV:-$ROOT/.venv-test}
 VENV2=${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}
 [ -x "$VENV2/bin/python" ] || python3 -m venv "$VENV2"
 "$VENV2/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements-zarr2.txt
+
+# The DAP2 clients (netCDF4, pydap, xarray) in Python 3.12: pydap 3.5.11 needs it.
+VENV_DAP=${ZS_VENV_DAP:-$ROOT/.venv-dap}
+if [ ! -x "$VENV_DAP/bin/python" ]; then
+  PY312=${PYTHON312:-$(command -v python3.12 || ls -d /root/.pyenv/versions/3.12.*/bin/python 2>/dev/null | tail -1)}
+  [ -n "$PY312" ] || { echo "need Python 3.12 for the DAP2 clients (set PYTHON312)"; exit 1; }
+  "$PY312" -m venv "$VENV_DAP"
+fi
+"$VENV_DAP/bin/pip" install -q --disable-pip-version-check -r tests/dap/requirements.txt
 
 # openapi-python-client, to check that a generated client calls the API.
 VENV3=${ZS_VENV_OPENAPI:-$ROOT/.venv-openapi}

@@ -93,6 +93,15 @@ impl DapType {
     }
 }
 
+/// Whether XDR sends elements of `data_type` as their own bytes made
+/// big-endian (so a read can give them so, with nothing left to encode).
+pub fn sent_as_stored(data_type: DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::UInt8 | DataType::Int32 | DataType::UInt32 | DataType::Float32 | DataType::Float64
+    )
+}
+
 /// What comes before an array's elements: its length twice (once for
 /// strings).
 pub fn array_header(dap: DapType, count: u64) -> Vec<u8> {

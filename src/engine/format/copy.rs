@@ -48,6 +48,9 @@ pub fn copy_block(
 pub(crate) struct Destination {
     ptr: *mut u8,
     len: usize,
+    /// Byte width of the numbers made big-endian as they are written (0:
+    /// written as they come).
+    swap: usize,
 }
 
 impl Destination {
@@ -56,7 +59,19 @@ impl Destination {
         Self {
             ptr: buffer.as_mut_ptr(),
             len: buffer.len(),
+            swap: 0,
         }
+    }
+
+    /// This destination, with each little-endian number of `width` bytes
+    /// made big-endian as it lands (while its run is in cache).
+    pub(crate) fn big_endian(self, width: usize) -> Self {
+        Self { swap: width, ..self }
+    }
+
+    /// Finish a write of `out`: swap its numbers when big-endian.
+    pub(crate) fn finish(self, out: &mut [u8]) {
+        swap_bytes(self.swap, out);
     }
 
     /// `len` bytes from `start` (bounds checked) as a slice.
@@ -129,6 +144,7 @@ pub(crate) unsafe fn copy_block_to(
             Some(src) => out.copy_from_slice(&src[s..s + run_bytes]),
             None => fill_run(out, fill),
         }
+        dst.finish(out);
         // Advance the outer multi-index (C order).
         let mut d = outer;
         loop {
@@ -163,6 +179,23 @@ pub(crate) fn source_prefix_elements(block: &Block, src_shape: &[u64]) -> u64 {
         })
         .sum();
     last as u64 + 1
+}
+
+/// Reverse the bytes of each `width`-byte number of `data` (widths other
+/// than 2, 4 and 8 leave it as it is).
+pub(crate) fn swap_bytes(width: usize, data: &mut [u8]) {
+    match width {
+        2 => data.chunks_exact_mut(2).for_each(|c| c.swap(0, 1)),
+        4 => data.chunks_exact_mut(4).for_each(|c| {
+            let v = u32::from_le_bytes(c.try_into().expect("4 bytes"));
+            c.copy_from_slice(&v.to_be_bytes());
+        }),
+        8 => data.chunks_exact_mut(8).for_each(|c| {
+            let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            c.copy_from_slice(&v.to_be_bytes());
+        }),
+        _ => {}
+    }
 }
 
 fn fill_run(dst: &mut [u8], fill: &[u8]) {

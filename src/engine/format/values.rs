@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::format::copy::swap_bytes;
 use crate::engine::format::data_type::DataType;
 use crate::engine::format::vlen;
 
@@ -87,6 +88,25 @@ pub(crate) fn int_values(data_type: DataType, bytes: &[u8]) -> Option<Vec<i128>>
     }
 }
 
+/// The byte width of the numbers an element of `data_type` is made of
+/// (complex ones of two, UTF-32 ones of characters), for byte swapping;
+/// `None` for bytes and variable-length elements, which have no order.
+pub(crate) fn number_width(data_type: DataType) -> Option<usize> {
+    match data_type {
+        DataType::Complex64 | DataType::FixedUtf32(_) => Some(4),
+        DataType::Complex128 => Some(8),
+        DataType::Raw(_) | DataType::FixedBytes(_) | DataType::String | DataType::Bytes(_) => None,
+        other => Some(other.size()),
+    }
+}
+
+/// Swap the little-endian elements of `data` to big-endian in place.
+pub(crate) fn to_big_endian(data_type: DataType, data: &mut [u8]) {
+    if let Some(width) = number_width(data_type) {
+        swap_bytes(width, data);
+    }
+}
+
 /// The elements of a `string` or `fixed_length_utf32` buffer as text, as
 /// NumPy shows them (fixed-length ones without trailing NULs); `None` for
 /// other types. Invalid UTF-8 or code points are corrupt data.
@@ -134,5 +154,18 @@ mod tests {
             Some(vec![u64::MAX as i128])
         );
         assert!(is_real(DataType::Bool) && !is_real(DataType::String));
+    }
+
+    #[test]
+    fn swaps_elements_to_big_endian() {
+        let mut data = [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat();
+        to_big_endian(DataType::Float32, &mut data);
+        assert_eq!(data, [1.5f32.to_be_bytes(), (-2.0f32).to_be_bytes()].concat());
+        let mut bytes = vec![1, 2, 3];
+        to_big_endian(DataType::UInt8, &mut bytes);
+        assert_eq!(bytes, [1, 2, 3]);
+        let mut pair = 0x0102u16.to_le_bytes().to_vec();
+        to_big_endian(DataType::Int16, &mut pair);
+        assert_eq!(pair, [1, 2]);
     }
 }

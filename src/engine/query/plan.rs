@@ -63,6 +63,8 @@ pub struct ReadPlan {
     pub(crate) points: Option<Arc<[Vec<u64>]>>,
     /// CF decoding (`decode=cf`): the result is `float64`.
     pub(crate) cf: Option<Arc<MaskAndScale>>,
+    /// The result's elements big-endian (for protocols that send them so).
+    pub(crate) big_endian: bool,
 }
 
 impl ReadPlan {
@@ -87,6 +89,7 @@ impl ReadPlan {
                 whole_unit: false,
                 points: Some(points),
                 cf: None,
+                big_endian: false,
             });
         }
         let dims = selection.resolve(&meta.shape)?;
@@ -130,12 +133,20 @@ impl ReadPlan {
             whole_unit,
             points: None,
             cf: None,
+            big_endian: false,
         })
     }
 
     /// Decode the result as CF packed data (into `float64`).
     pub(crate) fn with_cf(mut self, cf: MaskAndScale) -> Self {
         self.cf = Some(Arc::new(cf));
+        self
+    }
+
+    /// Give the result's elements big-endian, swapped as each slab is
+    /// assembled (variable-length elements are left as they are).
+    pub fn with_big_endian(mut self) -> Self {
+        self.big_endian = true;
         self
     }
 
@@ -467,7 +478,9 @@ impl Placement {
                     let (from, to) = (from as usize * size, to as usize * size);
                     let element = src.map_or(fill, |s| &s[from..from + size]);
                     // SAFETY: the caller's promise, element by element.
-                    unsafe { dst.slice(to, size) }.copy_from_slice(element);
+                    let out = unsafe { dst.slice(to, size) };
+                    out.copy_from_slice(element);
+                    dst.finish(out);
                 }
             }
         }

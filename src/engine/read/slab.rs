@@ -20,6 +20,7 @@ use crate::buffer_pool::{self, BufferPool};
 use crate::engine::error::{Error, Result};
 use crate::engine::format::codec::CodecChain;
 use crate::engine::format::copy::Destination;
+use crate::engine::format::values::{number_width, to_big_endian};
 use crate::engine::format::vlen::{Gather, FILL_HANDLE};
 use crate::engine::query::plan::{Placement, ReadPlan, Unit};
 use crate::engine::read::cache::ChunkKey;
@@ -75,6 +76,12 @@ impl Dataset {
         // Variable-length elements are placed as handles, resolved at the end.
         let mut variable = meta.data_type.is_variable().then(Gather::default);
         // Fixed-size elements are copied into the slab by the decoding threads.
+        // Big-endian numbers are swapped by the decoding threads as they
+        // copy them into the slab (not under CF decoding, which reads them).
+        let swap = match plan.big_endian && plan.cf.is_none() {
+            true => number_width(meta.data_type),
+            false => None,
+        };
         let target = match sink {
             Some(sink) => Target::Sink(sink.clone()),
             None if !plan.whole_unit && variable.is_none() && size > 0 => Target::Slab(Arc::new(SharedSlab::new(
@@ -82,9 +89,11 @@ impl Dataset {
                 shape.clone(),
                 slab_start,
                 held.take(),
+                swap.unwrap_or(0),
             ))),
             None => Target::Caller,
         };
+        let swapped = swap.is_some() && matches!(target, Target::Slab(_));
         let keep_small = plan.slab_count() == 1 && resources.caches.decoded_chunks.policy().max_capacity() > Some(0);
         let jobs = jobs(plan, slab, resources.read.batch_bytes, keep_small);
         let inline = jobs.len() <= 1;
@@ -179,6 +188,16 @@ impl Dataset {
         let data = match &plan.cf {
             Some(cf) => cf.decode(meta.data_type, &data)?,
             None => data,
+        };
+        // Big-endian numbers not swapped on their way into the slab (a
+        // whole decoded unit, a CF decoding): swapped in a copy.
+        let data = match plan.big_endian && !swapped && !plan.data_type().is_variable() {
+            true => {
+                let mut copy = data.to_vec();
+                to_big_endian(plan.data_type(), &mut copy);
+                Bytes::from(copy)
+            }
+            false => data,
         };
         let data = match held {
             Some(permit) => buffer_pool::holding(data, permit),
@@ -284,8 +303,9 @@ impl SharedSlab {
         shape: Vec<u64>,
         start: Option<(usize, u64)>,
         budget: Option<OwnedSemaphorePermit>,
+        swap: usize,
     ) -> Self {
-        let destination = Destination::of(&mut buffer);
+        let destination = Destination::of(&mut buffer).big_endian(swap);
         Self {
             buffer,
             destination,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -30,6 +30,7 @@ use self::model::{DapDataset, Variable};
 use super::conditional::{if_none_match, strong_etag};
 use super::problem::ApiError;
 use super::AppState;
+use crate::buffer_pool::BufferPool;
 use crate::encode::xdr;
 use crate::engine::{Dataset, Error, ReadPlan, Selection, Versions};
 use crate::metrics::Metrics;
@@ -47,13 +48,12 @@ const INLINE_ENCODE_BYTES: usize = 1 << 20;
 /// The DAP2 routes. Text answers compress on request; `.dods` bodies
 /// larger than `compress_max_bytes` are sent as they are.
 pub(super) fn routes() -> Router<Arc<AppState>> {
-    let mut router = Router::new()
+    Router::new()
         .route("/v1/datasets/{ds}/dap", get(root).head(root))
-        .route("/v1/datasets/{ds}/dap/{*rest}", get(group).head(group));
-    for suffix in ["dds", "das", "dods", "ascii", "asc"] {
-        router = router.route(&format!("/v1/datasets/{{ds}}/dap.{suffix}"), get(root).head(root));
-    }
-    router.layer(super::compression())
+        // `dap.dds`, `dap.html`, ...: any suffix gets a DAP2 answer.
+        .route("/v1/datasets/{ds}/{file}", get(root_file).head(root_file))
+        .route("/v1/datasets/{ds}/dap/{*rest}", get(group).head(group))
+        .layer(super::compression())
 }
 
 /// What a request asks for.
@@ -98,18 +98,30 @@ struct Request<'a> {
     headers: HeaderMap,
 }
 
-/// `/v1/datasets/{ds}/dap.{suffix}`: the root group.
+/// `/v1/datasets/{ds}/dap`: the root group, without a suffix.
 async fn root(
     State(state): State<Arc<AppState>>,
     Path(ds): Path<String>,
-    uri: Uri,
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let suffix = uri.path().rsplit_once("/dap").map_or("", |(_, s)| s);
-    let suffix = suffix.strip_prefix('.').unwrap_or(suffix);
-    respond(&state, ds, String::new(), suffix, query, method, headers).await
+    respond(&state, ds, String::new(), "", query, method, headers).await
+}
+
+/// `/v1/datasets/{ds}/dap.{suffix}`: the root group; any other file name
+/// is no route.
+async fn root_file(
+    State(state): State<Arc<AppState>>,
+    Path((ds, file)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    match file.strip_prefix("dap.") {
+        Some(suffix) => respond(&state, ds, String::new(), suffix, query, method, headers).await,
+        None => ApiError::NotFound("no such route; see /openapi.yaml".into()).into_response(),
+    }
 }
 
 /// `/v1/datasets/{ds}/dap/{group}.{suffix}`.
@@ -169,7 +181,7 @@ impl Request<'_> {
         match self.answer {
             Answer::Dds => Ok(self.text(text::dds(&dap, &projection))),
             Answer::Ascii => {
-                let reads = Reads::plan(dataset, &dap, &projection).await?;
+                let reads = Reads::plan(dataset, &dap, &projection, false).await?;
                 reads.check_limit(self.state.max_response_bytes)?;
                 let (data, _) = reads.read_all(dataset).await?;
                 let body = text::ascii(&dap, &projection, &data).map_err(|e| self.corrupt(e))?;
@@ -198,7 +210,7 @@ impl Request<'_> {
     /// `.dods`: the constrained DDS, `Data:`, then each array in XDR, from
     /// memory for small reads, else streamed slab by slab.
     async fn dods(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
-        let reads = Reads::plan(dataset, dap, projection).await?;
+        let reads = Reads::plan(dataset, dap, projection, true).await?;
         let xdr_bytes = reads.check_limit(self.state.max_response_bytes)?;
         let permit = dataset.resources().admit_read().await.inspect_err(|_| {
             self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
@@ -293,6 +305,8 @@ struct Read {
     dap: xdr::DapType,
     scalar: bool,
     count: u64,
+    /// The read gives the elements big-endian, as XDR sends them.
+    big_endian: bool,
     plan: ReadPlan,
 }
 
@@ -311,7 +325,10 @@ impl Read {
             return xdr::append_scalar(self.data_type, data, out);
         }
         out.extend(xdr::array_header(self.dap, self.count));
-        xdr::append_elements(self.data_type, data, out)?;
+        match self.big_endian {
+            true => out.extend_from_slice(data),
+            false => xdr::append_elements(self.data_type, data, out)?,
+        }
         out.extend_from_slice(xdr::array_trailer(self.dap, self.count));
         Ok(())
     }
@@ -321,27 +338,37 @@ impl Read {
 struct Reads(Vec<Read>);
 
 impl Reads {
-    /// Plan each leaf's read.
-    async fn plan(dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Self, ApiError> {
+    /// Plan each leaf's read; `for_xdr`: reads of what XDR sends as
+    /// stored give it big-endian.
+    async fn plan(
+        dataset: &Dataset,
+        dap: &DapDataset,
+        projection: &Projection,
+        for_xdr: bool,
+    ) -> Result<Self, ApiError> {
         let mut reads = Vec::new();
         for member in &projection.members {
             for leaf in member.leaves() {
                 let var = &dap.variables[leaf.var];
-                reads.push(Self::read(dataset, var, leaf).await?);
+                reads.push(Self::read(dataset, var, leaf, for_xdr).await?);
             }
         }
         Ok(Self(reads))
     }
 
-    async fn read(dataset: &Dataset, var: &Variable, leaf: &Leaf) -> Result<Read, ApiError> {
+    async fn read(dataset: &Dataset, var: &Variable, leaf: &Leaf, for_xdr: bool) -> Result<Read, ApiError> {
         let slices: Vec<(u64, u64, u64)> = leaf.slices.iter().map(|s| s.strided()).collect();
         let plan = dataset.plan_read(&var.path, &Selection::of_strided(&slices)).await?;
+        // Arrays XDR sends as stored, big-endian: the read swaps them as it
+        // assembles each slab, and the slabs are sent as they are.
+        let big_endian = for_xdr && !var.dims.is_empty() && xdr::sent_as_stored(var.data_type);
         Ok(Read {
             data_type: var.data_type,
             dap: var.dap,
             scalar: var.dims.is_empty(),
             count: leaf.slices.iter().map(|s| s.count).product(),
-            plan,
+            big_endian,
+            plan: if big_endian { plan.with_big_endian() } else { plan },
         })
     }
 
@@ -421,9 +448,11 @@ async fn send_array(
     tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
 ) -> Result<(), String> {
     let (data_type, dap, scalar, count) = (read.data_type, read.dap, read.scalar, read.count);
+    let big_endian = read.big_endian;
     if !scalar && tx.send(Ok(Bytes::from(xdr::array_header(dap, count)))).await.is_err() {
         return Ok(());
     }
+    let pool = dataset.resources().buffers();
     let mut slabs = std::pin::pin!(dataset.slab_stream(read.plan, versions));
     loop {
         let slab = tokio::select! {
@@ -433,20 +462,9 @@ async fn send_array(
                 None => break,
             },
         };
-        let large = slab.len() > INLINE_ENCODE_BYTES;
-        let encode = move || {
-            let mut out = Vec::with_capacity(slab.len() * 2);
-            match scalar {
-                true => xdr::append_scalar(data_type, &slab, &mut out),
-                false => xdr::append_elements(data_type, &slab, &mut out),
-            }
-            .map(|()| Bytes::from(out))
-        };
-        let encoded = match large {
-            true => tokio::task::spawn_blocking(encode)
-                .await
-                .map_err(|e| format!("XDR encoding failed: {e}"))??,
-            false => encode()?,
+        let encoded = match big_endian {
+            true => slab,
+            false => encode_slab(&pool, data_type, scalar, slab).await?,
         };
         if tx.send(Ok(encoded)).await.is_err() {
             return Ok(());
@@ -457,6 +475,35 @@ async fn send_array(
         let _ = tx.send(Ok(Bytes::from_static(trailer))).await;
     }
     Ok(())
+}
+
+/// A slab's elements in XDR, in a pooled buffer; a large slab is
+/// encoded off the async workers.
+async fn encode_slab(
+    pool: &Arc<BufferPool>,
+    data_type: crate::engine::DataType,
+    scalar: bool,
+    slab: Bytes,
+) -> Result<Bytes, String> {
+    let large = slab.len() > INLINE_ENCODE_BYTES;
+    let pool = pool.clone();
+    let encode = move || {
+        let wide = xdr::DapType::of(data_type)
+            .and_then(xdr::DapType::element_bytes)
+            .unwrap_or(4) as usize;
+        let mut out = pool.take_empty((slab.len() / data_type.size().max(1)) * wide + 4);
+        match scalar {
+            true => xdr::append_scalar(data_type, &slab, &mut out),
+            false => xdr::append_elements(data_type, &slab, &mut out),
+        }
+        .map(|()| BufferPool::into_bytes(&pool, out))
+    };
+    match large {
+        true => tokio::task::spawn_blocking(encode)
+            .await
+            .map_err(|e| format!("XDR encoding failed: {e}"))?,
+        false => encode(),
+    }
 }
 
 /// The DAP2 headers clients look for.

@@ -478,3 +478,20 @@ async fn large_bodies_stream_every_element_in_order() {
     assert_eq!(got.len(), n / 2);
     assert!(got.iter().enumerate().all(|(k, v)| *v == (2 * k + 1) as f64));
 }
+
+#[tokio::test]
+async fn corrupt_data_is_a_502_error_never_numbers() {
+    let server = Server::start(config()).await;
+    let manifest = manifest();
+    let mut checked = 0;
+    for entry in manifest["corrupt"].as_array().unwrap() {
+        let (group, name) = split(entry["path"].as_str().unwrap());
+        let body = dap_error(&server, &format!("/v1/datasets/fixtures/dap/{group}.dods?{name}"), 502).await;
+        assert!(
+            body.contains(name) || body.contains("corrupt"),
+            "{group}/{name}: {body}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} corrupt arrays checked");
+}

@@ -59,6 +59,8 @@ pub struct AppState {
     wms_max_size: u32,
     /// Default colour ranges of map variables, kept for `metadata_ttl`.
     tile_ranges: moka::future::Cache<String, Option<(f64, f64)>>,
+    /// DAP2 datasets of groups, kept for `metadata_ttl`.
+    dap_models: dap2::Models,
     compress_max_bytes: u64,
     request_timeout: Duration,
     cors_origins: Vec<String>,
@@ -93,6 +95,10 @@ impl AppState {
             max_response_bytes: config.max_response_bytes,
             tile_read_limit_bytes: config.tile_read_limit_bytes,
             wms_max_size: config.wms_max_size,
+            dap_models: moka::future::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
+                .build(),
             tile_ranges: moka::future::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))

@@ -13,6 +13,11 @@ mod constraint;
 mod model;
 mod text;
 
+/// The DAP2 datasets of groups, by dataset and group, kept for the
+/// metadata TTL: clients ask for a dataset's DDS, DAS and data in turn,
+/// and a group's listing is read once for them all.
+pub(super) type Models = moka::future::Cache<(String, String), Arc<model::DapDataset>>;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -173,7 +178,15 @@ async fn respond(
 impl Request<'_> {
     async fn answer(&self) -> Result<Response, ApiError> {
         let dataset = self.state.dataset(&self.ds, &self.headers)?;
-        let dap = DapDataset::load(dataset, &self.group).await?;
+        let key = (self.ds.clone(), self.group.clone());
+        let dap = self
+            .state
+            .dap_models
+            .try_get_with(key, async {
+                DapDataset::load(dataset, &self.group).await.map(Arc::new)
+            })
+            .await
+            .map_err(|e| ApiError::Engine(e.as_ref().clone()))?;
         if self.answer == Answer::Das {
             return Ok(self.text(text::das(&dap)));
         }

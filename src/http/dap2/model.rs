@@ -9,7 +9,7 @@ use crate::engine::{DataType, Dataset, Error, Node};
 
 /// One variable: an array of the group.
 #[derive(Debug, Clone)]
-pub(super) struct Variable {
+pub(in crate::http) struct Variable {
     /// The array's name.
     pub name: String,
     /// The array's path in the dataset.
@@ -39,7 +39,7 @@ impl Variable {
 
 /// The DAP2 dataset of one group.
 #[derive(Debug)]
-pub(super) struct DapDataset {
+pub(in crate::http) struct DapDataset {
     /// The name after the DDS's closing brace.
     pub name: String,
     /// The variables, by name (byte order).

@@ -312,6 +312,17 @@ async fn dds_das_and_ascii_describe_the_group() {
     ] {
         assert!(das.contains(line), "{line} in {das}");
     }
+    // The explorer's group page names the group's DAP2 dataset.
+    let page = client()
+        .get(server.url("/explore/geo"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("<a href=\"/v1/datasets/geo/dap.dds\">DDS</a>"), "{page}");
     let ascii = get(&server, "/v1/datasets/geo/dap.ascii?tas[1][0:1][6:1:7],lat[0:1:1]").await;
     assert_eq!(ascii.status(), 200);
     let text = ascii.text().await.unwrap();

@@ -566,6 +566,20 @@ fn api_links(ds: &str, path: &str, array_format: Option<u64>) -> String {
         p => format!("/v1/datasets/{ds}/nodes/{p}"),
     };
     let mut links = format!("<li><a href=\"{}\">Node document (JSON)</a></li>", escape(&node));
+    if array_format.is_none() {
+        // A group is an OPeNDAP dataset: its URL opens in netCDF tools and pydap.
+        let dap = match path.as_str() {
+            "" => format!("/v1/datasets/{ds}/dap"),
+            p => format!("/v1/datasets/{ds}/dap/{p}"),
+        };
+        let _ = write!(
+            links,
+            "<li>OPeNDAP DAP2 dataset <code>{}</code>: <a href=\"{}.dds\">DDS</a>, <a href=\"{}.das\">DAS</a></li>",
+            escape(&dap),
+            escape(&dap),
+            escape(&dap),
+        );
+    }
     if let Some(format) = array_format {
         let file = if format == 2 { ".zarray" } else { "zarr.json" };
         let key = if path.is_empty() {

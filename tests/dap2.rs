@@ -506,3 +506,76 @@ async fn corrupt_data_is_a_502_error_never_numbers() {
     }
     assert!(checked >= 10, "only {checked} corrupt arrays checked");
 }
+
+#[tokio::test]
+async fn names_with_dots_repeated_and_clashing_dimensions() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "group", "attributes": {"": "no name", "ok": 1}}"#,
+    )
+    .unwrap();
+    let i32s: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_array(root, "a.b", &[3], "int32", &["n3"], json!({}), &i32s);
+    let f64s = |n: usize| -> Vec<u8> { (0..n).flat_map(|v| (v as f64).to_le_bytes()).collect() };
+    // `a_long` sorts before the coordinate `x` but uses `x` with another length.
+    write_array(root, "a_long", &[7], "float64", &["x"], json!({}), &f64s(7));
+    write_array(root, "x", &[5], "float64", &["x"], json!({}), &f64s(5));
+    let sq: Vec<u8> = (0..25).flat_map(|v| (v as f32).to_le_bytes()).collect();
+    write_array(root, "sq", &[5, 5], "float32", &["x", "x"], json!({}), &sq);
+    let u64s: Vec<u8> = [1u64, u64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_array(root, "u64", &[2], "uint64", &["k"], json!({}), &u64s);
+    let server = geo_server(&dir, None, None).await;
+    let dds = get(&server, "/v1/datasets/geo/dap.dds").await.text().await.unwrap();
+    for decl in [
+        "    Int32 a%2Eb[n3 = 3];",
+        // the coordinate keeps its name; the other length is renamed
+        "    Float64 a_long[x_7 = 7];",
+        "    Float64 x[x = 5];",
+        // two maps of one name would crash netCDF-C: an Array, not a Grid
+        "    Float32 sq[x = 5][x = 5];",
+    ] {
+        assert!(dds.contains(decl), "{decl} in {dds}");
+    }
+    assert!(!dds.contains("Grid"), "{dds}");
+    // netCDF-C sends the DDS's escaped name URL-encoded; pydap the name itself.
+    for ce in ["a%252Eb", "a.b[0:1:2]", "a%2Eb"] {
+        let (_, xdr) = dods(&server, &format!("/v1/datasets/geo/dap.dods?{ce}")).await;
+        assert_eq!(Xdr(&xdr).numbers("Int32", false), [1.0, 2.0, 3.0], "{ce}");
+    }
+    let das = get(&server, "/v1/datasets/geo/dap.das").await.text().await.unwrap();
+    assert!(
+        !das.contains("no name"),
+        "an attribute without a name is left out: {das}"
+    );
+    assert!(das.contains("Int32 ok 1;"), "{das}");
+    let u64_block = das.split("    u64 {").nth(1).unwrap().split("    }").next().unwrap();
+    assert!(!u64_block.contains("_Unsigned"), "uint64 is sent as Float64: {das}");
+    let (_, xdr) = dods(&server, "/v1/datasets/geo/dap.dods?u64").await;
+    assert_eq!(Xdr(&xdr).numbers("Float64", false), [1.0, u64::MAX as f64]);
+    dap_error(&server, "/v1/datasets/geo/dap/", 404).await;
+}
+
+#[tokio::test]
+async fn ascii_is_for_a_look_at_a_few_values() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "group"}"#,
+    )
+    .unwrap();
+    let data = vec![0u8; 2 << 20];
+    write_array(dir.path(), "v", &[1 << 20], "int16", &["i"], json!({}), &data);
+    let server = geo_server(&dir, None, None).await;
+    // 4 MiB of XDR (int16 travels as 32 bits): one element too many
+    let body = dap_error(&server, "/v1/datasets/geo/dap.ascii?v", 413).await;
+    assert!(body.contains("4194304"), "{body}");
+    let ok = get(&server, "/v1/datasets/geo/dap.ascii?v[0:1:9]").await;
+    assert_eq!(ok.status(), 200);
+    assert!(ok
+        .text()
+        .await
+        .unwrap()
+        .ends_with("v[10]\n0, 0, 0, 0, 0, 0, 0, 0, 0, 0\n\n"));
+}

@@ -156,7 +156,7 @@ def test_netcdf4_reads_every_fixture_array_as_zarr_python_does(group, arrays):
         var = ds.variables[name]
         got = var[...]
         assert same(got, as_netcdf_c(want, data_type)), f"{group}/{name} ({data_type})"
-        if data_type.startswith("uint"):
+        if data_type in ("uint8", "uint16", "uint32"):
             assert var.getncattr("_Unsigned") == "true"
         # one strided hyperslab, through netCDF-C's own constraint
         if want.ndim and all(n > 2 for n in want.shape):
@@ -279,12 +279,17 @@ def test_pydap_reads_a_constrained_dataset_url():
 def test_pydap_reads_unsigned_and_widened_integers():
     group = "zarr_python"
     dataset = open_url(dap_url("fixtures", group))
-    for name, dtype in [("uint16_be", "u2"), ("int8", "i1"), ("uint8_bytes_config", "u1")]:
-        if name not in dataset:
-            continue
-        want = zarr.open_array(STORES["fixtures"] / group / name, mode="r")[...]
+    checked = 0
+    for entry in MANIFEST["arrays"]:
+        g, name = entry["path"].rsplit("/", 1)
+        if g != group or entry["data_type"] not in ("uint8", "int8", "uint16", "uint32") or not entry["shape"]:
+            continue  # pydap reads a Byte scalar's first byte; libdap and netCDF-C put the value last
+        if 0 in entry["shape"]:
+            continue  # pydap asks an empty array for [0:1:2^63-2], out of range (400)
         got = np.asarray(dataset[name][:])
-        np.testing.assert_array_equal(got.astype("i8"), want.astype("i8"), err_msg=name)
+        np.testing.assert_array_equal(got.astype("i8"), expected(entry).astype("i8"), err_msg=name)
+        checked += 1
+    assert checked >= 3, checked
 
 
 # --- errors ------------------------------------------------------------------------

@@ -32,6 +32,18 @@ pub struct Node {
 }
 
 impl Node {
+    /// A node of `metadata` (`None`: an implicit group) at `path`.
+    pub(crate) fn new(path: &str, metadata: Option<NodeMetadata>, etag: Option<String>) -> Self {
+        Self {
+            path: path.to_string(),
+            metadata,
+            etag,
+            rendered: Default::default(),
+            coordinates: Default::default(),
+            geo: Default::default(),
+        }
+    }
+
     /// Its attributes (`None` for an implicit group).
     pub fn attributes(&self) -> Option<&serde_json::Value> {
         self.metadata.as_ref().map(|m| m.attributes())

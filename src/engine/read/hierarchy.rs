@@ -85,14 +85,7 @@ impl Dataset {
     /// Zarr v2's `.zarray` or `.zgroup`, else an implicit (v3) group when
     /// nodes lie below it.
     async fn load_node(&self, path: &str) -> Result<Node> {
-        let node = |metadata, etag| Node {
-            path: path.to_string(),
-            metadata,
-            etag,
-            rendered: Default::default(),
-            coordinates: Default::default(),
-            geo: Default::default(),
-        };
+        let node = |metadata, etag| Node::new(path, metadata, etag);
         let meta_key = join(path, "zarr.json");
         if let Some(read) = self.store.get(&meta_key, ByteRange::All, None).await? {
             let metadata = NodeMetadata::parse(&read.data, &meta_key)?;

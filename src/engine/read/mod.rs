@@ -41,6 +41,7 @@ use crate::engine::error::{Error, Result};
 use crate::engine::format::values::is_real;
 use crate::engine::query::cf::MaskAndScale;
 use crate::engine::query::labels::LabelQuery;
+use crate::engine::query::node::Node;
 use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::Selection;
 use crate::engine::read::hierarchy::Dataset;
@@ -83,6 +84,12 @@ impl Dataset {
     /// Open the array at `path` and plan a read of `selection`.
     pub async fn plan_read(&self, path: &str, selection: &Selection) -> Result<ReadPlan> {
         let node = self.node(path).await?;
+        ReadPlan::new(node, selection, &self.resources.read)
+    }
+
+    /// Plan a read of `selection` on `node`, a node opened earlier (so the
+    /// read matches what was said of the node).
+    pub fn plan_node(&self, node: std::sync::Arc<Node>, selection: &Selection) -> Result<ReadPlan> {
         ReadPlan::new(node, selection, &self.resources.read)
     }
 

@@ -206,7 +206,6 @@ fn resolve(item: &str, dataset: &DapDataset) -> Result<(usize, Option<usize>, Ve
     if item.contains('(') {
         return Err(format!("functions are not supported ('{item}')"));
     }
-    let parts = split_outside_brackets(item, '.')?;
     let unknown = |name: &str| {
         format!(
             "'{name}' is not a variable of this dataset (its variables: {})",
@@ -218,22 +217,25 @@ fn resolve(item: &str, dataset: &DapDataset) -> Result<(usize, Option<usize>, Ve
                 .join(", ")
         )
     };
-    match parts.as_slice() {
-        [one] => {
-            let (name, hyperslabs) = component(one)?;
-            let i = dataset.index_of(name).ok_or_else(|| unknown(name))?;
-            let slices = slices_of(&dataset.variables[i], &hyperslabs, item)?;
-            Ok((i, None, slices))
-        }
+    // The whole item first: a name may hold a `.` (the DDS escapes it as
+    // `%2E`; a client may send it either way).
+    let (whole_name, hyperslabs) = component(item)?;
+    if let Some(i) = dataset.index_of(&unescape(whole_name)) {
+        let slices = slices_of(&dataset.variables[i], &hyperslabs, item)?;
+        return Ok((i, None, slices));
+    }
+    match split_outside_brackets(item, '.')?.as_slice() {
+        [_] => Err(unknown(&unescape(whole_name))),
         [grid, part] => {
             let (grid_name, on_grid) = component(grid)?;
             let (name, hyperslabs) = component(part)?;
+            let (grid_name, name) = (unescape(grid_name), unescape(name));
             if !on_grid.is_empty() {
                 return Err(format!(
                     "'{item}': give the hyperslab on the component ('{grid_name}.{name}[...]')"
                 ));
             }
-            let g = dataset.index_of(grid_name).ok_or_else(|| unknown(grid_name))?;
+            let g = dataset.index_of(&grid_name).ok_or_else(|| unknown(&grid_name))?;
             let var = &dataset.variables[g];
             let c = match name == var.name {
                 true => Some(0),
@@ -256,6 +258,13 @@ fn resolve(item: &str, dataset: &DapDataset) -> Result<(usize, Option<usize>, Ve
         }
         _ => Err(format!("'{item}' names no variable or grid component")),
     }
+}
+
+/// A name as a constraint gives it, its DAP escapes (`%2E`) undone.
+fn unescape(name: &str) -> String {
+    percent_encoding::percent_decode_str(name)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// A component's name and its hyperslabs' texts.
@@ -362,6 +371,7 @@ mod tests {
             maps,
             attributes: Value::Null,
             v2_fill: Value::Null,
+            node: std::sync::Arc::new(crate::engine::Node::new(name, None, None)),
         }
     }
 

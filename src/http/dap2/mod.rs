@@ -47,6 +47,10 @@ const SUFFIXES: &str = ".dds, .das, .dods, .ascii (or .asc)";
 /// ones stream slab by slab.
 const IN_MEMORY_BYTES: u64 = 8 << 20;
 
+/// The largest `.ascii` answer, in bytes of the `.dods` body it stands
+/// for (413 above; `.dods` streams what is larger).
+const ASCII_MAX_BYTES: u64 = 4 << 20;
+
 /// Slabs larger than this are encoded off the async workers.
 const INLINE_ENCODE_BYTES: usize = 1 << 20;
 
@@ -55,6 +59,7 @@ const INLINE_ENCODE_BYTES: usize = 1 << 20;
 pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/datasets/{ds}/dap", get(root).head(root))
+        .route("/v1/datasets/{ds}/dap/", get(root).head(root))
         // `dap.dds`, `dap.html`, ...: any suffix gets a DAP2 answer.
         .route("/v1/datasets/{ds}/{file}", get(root_file).head(root_file))
         .route("/v1/datasets/{ds}/dap/{*rest}", get(group).head(group))
@@ -195,7 +200,12 @@ impl Request<'_> {
             Answer::Dds => Ok(self.text(text::dds(&dap, &projection))),
             Answer::Ascii => {
                 let reads = Reads::plan(dataset, &dap, &projection, false).await?;
-                reads.check_limit(self.state.max_response_bytes)?;
+                // Text takes many times the memory of the values: ASCII is
+                // for a look at a few of them.
+                reads.check_limit(self.state.max_response_bytes.min(ASCII_MAX_BYTES))?;
+                let _permit = dataset.resources().admit_read().await.inspect_err(|_| {
+                    self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+                })?;
                 let (data, _) = reads.read_all(dataset).await?;
                 let body = text::ascii(&dap, &projection, &data).map_err(|e| self.corrupt(e))?;
                 Ok(self.text(body))
@@ -236,6 +246,14 @@ impl Request<'_> {
                 let mut body = header;
                 for (read, data) in reads.0.iter().zip(&data) {
                     read.encode_whole(data, &mut body).map_err(|e| self.corrupt(e))?;
+                }
+                // Strings are known once encoded.
+                let limit = self.state.max_response_bytes;
+                if body.len() as u64 > limit {
+                    return Err(ApiError::TooLarge {
+                        requested: body.len() as u64,
+                        limit,
+                    });
                 }
                 (Payload::Whole(Bytes::from(body)), versions)
             }
@@ -286,8 +304,15 @@ impl Request<'_> {
     /// A strong ETag naming the dataset, group, projection, each array's
     /// metadata version and the version of every key read.
     fn dods_etag(&self, dap: &DapDataset, projection: &Projection, reads: &Reads, versions: &Versions) -> String {
-        let key = projection.key(dap);
-        let mut parts: Vec<&[u8]> = vec![self.ds.as_bytes(), self.group.as_bytes(), b"dods", key.as_bytes()];
+        // The DDS too: its dimension names depend on the group's other arrays.
+        let (key, dds) = (projection.key(dap), text::dds(dap, projection));
+        let mut parts: Vec<&[u8]> = vec![
+            self.ds.as_bytes(),
+            self.group.as_bytes(),
+            b"dods",
+            key.as_bytes(),
+            dds.as_bytes(),
+        ];
         for read in &reads.0 {
             parts.push(read.plan.node().etag.as_deref().unwrap_or("").as_bytes());
         }
@@ -371,7 +396,7 @@ impl Reads {
 
     async fn read(dataset: &Dataset, var: &Variable, leaf: &Leaf, for_xdr: bool) -> Result<Read, ApiError> {
         let slices: Vec<(u64, u64, u64)> = leaf.slices.iter().map(|s| s.strided()).collect();
-        let plan = dataset.plan_read(&var.path, &Selection::of_strided(&slices)).await?;
+        let plan = dataset.plan_node(var.node.clone(), &Selection::of_strided(&slices))?;
         // Arrays XDR sends as stored, big-endian: the read swaps them as it
         // assembles each slab, and the slabs are sent as they are.
         let big_endian = for_xdr && !var.dims.is_empty() && xdr::sent_as_stored(var.data_type);

@@ -2,6 +2,9 @@
 //! variables, each a scalar, an `Array`, or a `Grid` whose maps are the
 //! group's 1-D coordinates of its dimensions.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::encode::xdr::DapType;
@@ -24,6 +27,9 @@ pub(in crate::http) struct Variable {
     pub attributes: Value,
     /// A Zarr v2 array's `fill_value` (null otherwise).
     pub v2_fill: Value,
+    /// The node this variable was made from: reads are planned on it, so
+    /// what is sent always matches what the DDS says.
+    pub node: Arc<Node>,
 }
 
 impl Variable {
@@ -64,7 +70,7 @@ impl DapDataset {
                 continue;
             }
             let node = dataset.node(&child.path).await?;
-            variables.extend(variable(&child.name, &node));
+            variables.extend(variable(&child.name, node));
         }
         distinct_dimensions(&mut variables);
         find_grids(&mut variables);
@@ -86,7 +92,7 @@ impl DapDataset {
 }
 
 /// The variable of a readable array of a type DAP2 carries.
-fn variable(name: &str, node: &Node) -> Option<Variable> {
+fn variable(name: &str, node: Arc<Node>) -> Option<Variable> {
     let meta = node.array().ok()?;
     let dap = DapType::of(meta.data_type)?;
     let names = meta.dimension_names.clone().unwrap_or_default();
@@ -113,24 +119,34 @@ fn variable(name: &str, node: &Node) -> Option<Variable> {
         maps: Vec::new(),
         attributes: source.attributes().clone(),
         v2_fill,
+        node: node.clone(),
     })
 }
 
 /// Give each dimension name one length across the dataset: netCDF-C
 /// makes one netCDF dimension of a name, so where arrays use a name
 /// (`dim_0` of unnamed ones, say) with different lengths, the first length
-/// keeps the name and the others become `{name}_{length}`.
+/// keeps the name and the others become `{name}_{length}` (with `_1`,
+/// `_2`... should that be taken too). Coordinates keep theirs first.
 fn distinct_dimensions(variables: &mut [Variable]) {
-    let mut lengths: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    for var in variables.iter_mut() {
-        for (name, len) in var.dims.iter_mut() {
-            match lengths.get(name.as_str()) {
-                Some(first) if first != len => *name = format!("{name}_{len}"),
-                Some(_) => {}
-                None => {
-                    lengths.insert(name.clone(), *len);
+    let mut lengths: HashMap<String, u64> = HashMap::new();
+    let order: Vec<usize> = (0..variables.len())
+        .filter(|&i| variables[i].is_coordinate())
+        .chain((0..variables.len()).filter(|&i| !variables[i].is_coordinate()))
+        .collect();
+    for i in order {
+        for (name, len) in variables[i].dims.iter_mut() {
+            if lengths.get(name.as_str()).is_some_and(|first| first != len) {
+                let base = format!("{name}_{len}");
+                let mut candidate = base.clone();
+                let mut k = 0;
+                while lengths.get(&candidate).is_some_and(|l| l != len) {
+                    k += 1;
+                    candidate = format!("{base}_{k}");
                 }
+                *name = candidate;
             }
+            lengths.entry(name.clone()).or_insert(*len);
         }
     }
 }
@@ -140,7 +156,9 @@ fn distinct_dimensions(variables: &mut [Variable]) {
 fn find_grids(variables: &mut [Variable]) {
     for i in 0..variables.len() {
         let var = &variables[i];
-        if var.dims.is_empty() || var.is_coordinate() {
+        // netCDF-C cannot take a grid with two maps of one name.
+        let repeated = (1..var.dims.len()).any(|d| var.dims[..d].iter().any(|(n, _)| *n == var.dims[d].0));
+        if var.dims.is_empty() || var.is_coordinate() || repeated {
             continue;
         }
         let maps: Option<Vec<usize>> = var

@@ -78,7 +78,7 @@ pub(super) fn das(dataset: &DapDataset) -> String {
     }
     let _ = writeln!(out, "{INDENT}NC_GLOBAL {{");
     if let Some(map) = dataset.attributes.as_object() {
-        for (name, value) in map {
+        for (name, value) in map.iter().filter(|(name, _)| !name.is_empty()) {
             if let Some(line) = attribute(name, value) {
                 let _ = writeln!(out, "{INDENT}{INDENT}{line}");
             }
@@ -108,7 +108,7 @@ fn variable_attributes(var: &Variable) -> Vec<String> {
     let mut lines = Vec::new();
     let map = var.attributes.as_object();
     for (name, value) in map.into_iter().flatten() {
-        if hidden(var, name) {
+        if name.is_empty() || hidden(var, name) {
             continue;
         }
         let line = match typed_as_variable(name) {
@@ -131,7 +131,8 @@ fn variable_attributes(var: &Variable) -> Vec<String> {
         DataType::String | DataType::FixedUtf32(_) if !has("_Encoding") => {
             lines.push("String _Encoding \"utf-8\";".into())
         }
-        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 if !has("_Unsigned") => {
+        // Not uint64: it is sent as Float64, which has no sign to reinterpret.
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 if !has("_Unsigned") => {
             lines.push("String _Unsigned \"true\";".into())
         }
         _ => {}
@@ -214,9 +215,24 @@ fn float_text(v: f64, single: bool) -> String {
     }
 }
 
-/// A DAS string: quoted, with `"` and `\` escaped.
+/// A DAS string: quoted, with `"` and `\` escaped, and control
+/// characters other than tab and newline as libdap writes them (`\ooo`).
 fn quoted(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                let _ = write!(out, "\\{:03o}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The ASCII answer: the DDS, a rule, then each array's values (`data`
@@ -326,6 +342,7 @@ mod tests {
             maps: vec![],
             attributes,
             v2_fill,
+            node: std::sync::Arc::new(crate::engine::Node::new("v", None, None)),
         }
     }
 

@@ -558,24 +558,39 @@ async fn names_with_dots_repeated_and_clashing_dimensions() {
 }
 
 #[tokio::test]
-async fn ascii_is_for_a_look_at_a_few_values() {
+async fn ascii_streams_rows_across_slabs() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("zarr.json"),
         r#"{"zarr_format": 3, "node_type": "group"}"#,
     )
     .unwrap();
-    let data = vec![0u8; 2 << 20];
-    write_array(dir.path(), "v", &[1 << 20], "int16", &["i"], json!({}), &data);
-    let server = geo_server(&dir, None, None).await;
-    // 4 MiB of XDR (int16 travels as 32 bits): one element too many
-    let body = dap_error(&server, "/v1/datasets/geo/dap.ascii?v", 413).await;
-    assert!(body.contains("4194304"), "{body}");
-    let ok = get(&server, "/v1/datasets/geo/dap.ascii?v[0:1:9]").await;
-    assert_eq!(ok.status(), 200);
-    assert!(ok
-        .text()
-        .await
-        .unwrap()
-        .ends_with("v[10]\n0, 0, 0, 0, 0, 0, 0, 0, 0, 0\n\n"));
+    // 300 x 7 int16, read in slabs of 64 KiB: rows split between slabs
+    // when the slab dimension is the last one (a 1-D read).
+    let values: Vec<i16> = (0..2100).map(|v| v as i16 - 1000).collect();
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_array(dir.path(), "v", &[300, 7], "int16", &["i", "j"], json!({}), &data);
+    let flat: Vec<u8> = (0..40_000i32).flat_map(|v| v.to_le_bytes()).collect();
+    write_array(dir.path(), "w", &[40_000], "int32", &["k"], json!({}), &flat);
+    let mut cfg = config();
+    cfg.datasets
+        .insert("geo".into(), common::dataset(dir.path().to_string_lossy()));
+    cfg.slab_bytes = 64 << 10;
+    let server = Server::start(cfg).await;
+    let resp = get(&server, "/v1/datasets/geo/dap.ascii?v[1:2:299][0:1:6],w").await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-description"], "dods_ascii");
+    let text = resp.text().await.unwrap();
+    let body = text
+        .split("---------------------------------------------\n")
+        .nth(1)
+        .unwrap();
+    let mut want = String::from("v[150][7]\n");
+    for r in 0..150 {
+        let row: Vec<String> = (0..7).map(|j| values[(2 * r + 1) * 7 + j].to_string()).collect();
+        want.push_str(&format!("[{r}], {}\n", row.join(", ")));
+    }
+    let w: Vec<String> = (0..40_000).map(|v: i32| v.to_string()).collect();
+    want.push_str(&format!("\nw[40000]\n{}\n\n", w.join(", ")));
+    assert!(body == want, "{} ... {}", &body[..200], &body[body.len() - 200..]);
 }

@@ -47,10 +47,6 @@ const SUFFIXES: &str = ".dds, .das, .dods, .ascii (or .asc)";
 /// ones stream slab by slab.
 const IN_MEMORY_BYTES: u64 = 8 << 20;
 
-/// The largest `.ascii` answer, in bytes of the `.dods` body it stands
-/// for (413 above; `.dods` streams what is larger).
-const ASCII_MAX_BYTES: u64 = 4 << 20;
-
 /// Slabs larger than this are encoded off the async workers.
 const INLINE_ENCODE_BYTES: usize = 1 << 20;
 
@@ -198,18 +194,7 @@ impl Request<'_> {
         let projection = Projection::parse(self.query.as_deref(), &dap).map_err(ApiError::BadRequest)?;
         match self.answer {
             Answer::Dds => Ok(self.text(text::dds(&dap, &projection))),
-            Answer::Ascii => {
-                let reads = Reads::plan(dataset, &dap, &projection, false).await?;
-                // Text takes many times the memory of the values: ASCII is
-                // for a look at a few of them.
-                reads.check_limit(self.state.max_response_bytes.min(ASCII_MAX_BYTES))?;
-                let _permit = dataset.resources().admit_read().await.inspect_err(|_| {
-                    self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
-                })?;
-                let (data, _) = reads.read_all(dataset).await?;
-                let body = text::ascii(&dap, &projection, &data).map_err(|e| self.corrupt(e))?;
-                Ok(self.text(body))
-            }
+            Answer::Ascii => self.ascii(dataset, &dap, &projection).await,
             _ => self.dods(dataset, &dap, &projection).await,
         }
     }
@@ -230,6 +215,48 @@ impl Request<'_> {
         ApiError::Engine(Error::corrupt(self.group.clone(), reason))
     }
 
+    /// `.ascii`: the DDS, a rule, then each array's values as text,
+    /// streamed slab by slab like `.dods` (the same 413), each slab turned
+    /// into text as it comes.
+    async fn ascii(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
+        let reads = Reads::plan(dataset, dap, projection, false).await?;
+        reads.check_limit(self.state.max_response_bytes)?;
+        let permit = dataset.resources().admit_read().await.inspect_err(|_| {
+            self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+        })?;
+        let mut each = Vec::with_capacity(reads.0.len());
+        for read in &reads.0 {
+            each.push(dataset.read_versions(&read.plan).await?);
+        }
+        let all: Versions = each.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let etag = self.etag(b"ascii", dap, projection, &reads, &all);
+        let response = Response::builder().header(header::ETAG, &etag);
+        if if_none_match(&self.headers, &etag) {
+            return Ok(response
+                .status(StatusCode::NOT_MODIFIED)
+                .body(Body::empty())
+                .expect("valid response"));
+        }
+        let response = response.header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
+        if self.method == Method::HEAD {
+            return Ok(response.body(Body::empty()).expect("valid response"));
+        }
+        let arrays: Vec<AsciiArray> = text::ascii_names(dap, projection)
+            .into_iter()
+            .zip(projection.members.iter().flat_map(|m| m.leaves()))
+            .zip(reads.0.into_iter().zip(each))
+            .map(|((name, leaf), (read, versions))| AsciiArray {
+                name,
+                var: dap.variables[leaf.var].clone(),
+                read,
+                versions,
+            })
+            .collect();
+        let header = text::ascii_header(dap, projection);
+        let body = stream_ascii(self.state.metrics.clone(), dataset.clone(), header, arrays, permit);
+        Ok(response.body(body).expect("valid response"))
+    }
+
     /// `.dods`: the constrained DDS, `Data:`, then each array in XDR, from
     /// memory for small reads, else streamed slab by slab.
     async fn dods(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
@@ -247,14 +274,6 @@ impl Request<'_> {
                 for (read, data) in reads.0.iter().zip(&data) {
                     read.encode_whole(data, &mut body).map_err(|e| self.corrupt(e))?;
                 }
-                // Strings are known once encoded.
-                let limit = self.state.max_response_bytes;
-                if body.len() as u64 > limit {
-                    return Err(ApiError::TooLarge {
-                        requested: body.len() as u64,
-                        limit,
-                    });
-                }
                 (Payload::Whole(Bytes::from(body)), versions)
             }
             false => {
@@ -266,7 +285,7 @@ impl Request<'_> {
                 (Payload::Stream(header, each), all)
             }
         };
-        let etag = self.dods_etag(dap, projection, &reads, &versions);
+        let etag = self.etag(b"dods", dap, projection, &reads, &versions);
         let response = Response::builder()
             .header(header::ETAG, &etag)
             .header(header::CONTENT_TYPE, "application/octet-stream");
@@ -303,13 +322,20 @@ impl Request<'_> {
 
     /// A strong ETag naming the dataset, group, projection, each array's
     /// metadata version and the version of every key read.
-    fn dods_etag(&self, dap: &DapDataset, projection: &Projection, reads: &Reads, versions: &Versions) -> String {
+    fn etag(
+        &self,
+        kind: &[u8],
+        dap: &DapDataset,
+        projection: &Projection,
+        reads: &Reads,
+        versions: &Versions,
+    ) -> String {
         // The DDS too: its dimension names depend on the group's other arrays.
         let (key, dds) = (projection.key(dap), text::dds(dap, projection));
         let mut parts: Vec<&[u8]> = vec![
             self.ds.as_bytes(),
             self.group.as_bytes(),
-            b"dods",
+            kind,
             key.as_bytes(),
             dds.as_bytes(),
         ];
@@ -475,6 +501,75 @@ fn stream(
     });
     let mut rx = rx;
     Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+}
+
+/// One array of an ASCII answer.
+struct AsciiArray {
+    name: String,
+    var: Variable,
+    read: Read,
+    versions: Versions,
+}
+
+/// Stream `header`, then each array's values as text, slab by slab. An
+/// error after the headers ends the connection short.
+fn stream_ascii(
+    metrics: Arc<Metrics>,
+    dataset: Dataset,
+    header: String,
+    arrays: Vec<AsciiArray>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
+    tokio::spawn(async move {
+        let _permit = permit;
+        if tx.send(Ok(Bytes::from(header))).await.is_err() {
+            return;
+        }
+        for array in arrays {
+            let path = array.var.path.clone();
+            if let Err(e) = send_ascii(&dataset, array, &tx).await {
+                metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(dataset = %dataset.name, path = %path, error = %e, "DAP2 ASCII stream aborted");
+                let _ = tx.send(Err(std::io::Error::other(e))).await;
+                return;
+            }
+        }
+    });
+    let mut rx = rx;
+    Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+}
+
+/// One array's values as text.
+async fn send_ascii(
+    dataset: &Dataset,
+    array: AsciiArray,
+    tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+) -> Result<(), String> {
+    let shape = array.read.plan.output_shape();
+    let (mut rows, heading) = text::AsciiRows::new(&array.name, shape);
+    let mut out = heading;
+    let mut slabs = std::pin::pin!(dataset.slab_stream(array.read.plan, array.versions));
+    loop {
+        let slab = tokio::select! {
+            _ = tx.closed() => return Ok(()),
+            slab = slabs.next() => match slab {
+                Some(slab) => slab.map_err(|e| e.to_string())?,
+                None => break,
+            },
+        };
+        let var = array.var.clone();
+        let texts = tokio::task::spawn_blocking(move || text::value_texts(&var, &slab))
+            .await
+            .map_err(|e| format!("ASCII encoding failed: {e}"))??;
+        rows.push(&mut out, &texts);
+        if tx.send(Ok(Bytes::from(std::mem::take(&mut out)))).await.is_err() {
+            return Ok(());
+        }
+    }
+    out.push_str(rows.end());
+    let _ = tx.send(Ok(Bytes::from(out))).await;
+    Ok(())
 }
 
 /// One array of a stream. `Err` carries why it stopped; a closed

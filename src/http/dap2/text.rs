@@ -235,12 +235,18 @@ fn quoted(text: &str) -> String {
     out
 }
 
-/// The ASCII answer: the DDS, a rule, then each array's values (`data`
-/// holds each leaf's little-endian elements, in order).
-pub(super) fn ascii(dataset: &DapDataset, projection: &Projection, data: &[bytes::Bytes]) -> Result<String, String> {
-    let mut out = dds(dataset, projection);
-    out.push_str("---------------------------------------------\n");
-    let mut data = data.iter();
+/// What comes before the ASCII values: the DDS and a rule.
+pub(super) fn ascii_header(dataset: &DapDataset, projection: &Projection) -> String {
+    format!(
+        "{}---------------------------------------------\n",
+        dds(dataset, projection)
+    )
+}
+
+/// The name an array's ASCII values are given under: `grid.component`
+/// for grids' and structures' members.
+pub(super) fn ascii_names(dataset: &DapDataset, projection: &Projection) -> Vec<String> {
+    let mut names = Vec::new();
     for member in &projection.members {
         let prefix = match member {
             Member::Plain(_) => String::new(),
@@ -249,54 +255,75 @@ pub(super) fn ascii(dataset: &DapDataset, projection: &Projection, data: &[bytes
             }
         };
         for leaf in member.leaves() {
-            let var = &dataset.variables[leaf.var];
-            let bytes = data.next().ok_or("a leaf without data")?;
-            let values = value_texts(var, bytes)?;
-            let name = format!("{prefix}{}", dap_name(&var.name));
-            let shape: Vec<u64> = leaf.slices.iter().map(|s| s.count).collect();
-            write_values(&mut out, &name, &shape, &values);
-            out.push('\n');
+            names.push(format!("{prefix}{}", dap_name(&dataset.variables[leaf.var].name)));
         }
     }
-    Ok(out)
+    names
 }
 
-/// Rows of values: `name, v` for a scalar; `name[n]` then the values for
-/// 1-D; `name[n][m]` then `[i], v, v` rows for more dimensions.
-fn write_values(out: &mut String, name: &str, shape: &[u64], values: &[String]) {
-    if shape.is_empty() {
-        let _ = writeln!(out, "{name}, {}", values.first().map_or("", String::as_str));
-        return;
-    }
-    let _ = write!(out, "{name}");
-    for n in shape {
-        let _ = write!(out, "[{n}]");
-    }
-    out.push('\n');
-    let row = *shape.last().expect("not a scalar") as usize;
-    if row == 0 {
-        return;
-    }
-    for (r, chunk) in values.chunks(row).enumerate() {
-        if shape.len() > 1 {
-            let mut index = Vec::with_capacity(shape.len() - 1);
-            let mut rest = r as u64;
-            for n in shape[..shape.len() - 1].iter().rev() {
-                index.push(rest % n);
-                rest /= n;
+/// An array's ASCII values, written as they come: `name, v` for a
+/// scalar; `name[n]` then the values for 1-D; `name[n][m]` then
+/// `[i], v, v` rows for more dimensions; a blank line after each.
+pub(super) struct AsciiRows {
+    shape: Vec<u64>,
+    /// Elements written so far.
+    at: u64,
+}
+
+impl AsciiRows {
+    /// The rows of an array of `shape` named `name`, and their heading.
+    pub(super) fn new(name: &str, shape: Vec<u64>) -> (Self, String) {
+        let mut heading = name.to_string();
+        match shape.is_empty() {
+            true => heading.push_str(", "),
+            false => {
+                for n in &shape {
+                    let _ = write!(heading, "[{n}]");
+                }
+                heading.push('\n');
             }
-            for i in index.iter().rev() {
-                let _ = write!(out, "[{i}]");
-            }
-            out.push_str(", ");
         }
-        let _ = writeln!(out, "{}", chunk.join(", "));
+        (Self { shape, at: 0 }, heading)
+    }
+
+    /// Append the next elements' texts.
+    pub(super) fn push(&mut self, out: &mut String, values: &[String]) {
+        let row = self.shape.last().copied().unwrap_or(1).max(1);
+        for value in values {
+            if self.shape.len() > 1 && self.at % row == 0 {
+                if self.at > 0 {
+                    out.push('\n');
+                }
+                let mut rest = self.at / row;
+                let mut index = Vec::with_capacity(self.shape.len() - 1);
+                for n in self.shape[..self.shape.len() - 1].iter().rev() {
+                    index.push(rest % n);
+                    rest /= n;
+                }
+                for i in index.iter().rev() {
+                    let _ = write!(out, "[{i}]");
+                }
+                out.push_str(", ");
+            } else if self.at > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(value);
+            self.at += 1;
+        }
+    }
+
+    /// What ends the array: its last line, and a blank one.
+    pub(super) fn end(&self) -> &'static str {
+        match self.at {
+            0 if !self.shape.is_empty() => "\n",
+            _ => "\n\n",
+        }
     }
 }
 
 /// Each element's text, from the values DAP2 sends (so ASCII and binary
 /// answers agree): integers, shortest floats, quoted strings.
-fn value_texts(var: &Variable, data: &[u8]) -> Result<Vec<String>, String> {
+pub(super) fn value_texts(var: &Variable, data: &[u8]) -> Result<Vec<String>, String> {
     let mut wire = Vec::new();
     xdr::append_elements(var.data_type, data, &mut wire)?;
     let be4 = |b: &[u8]| -> [u8; 4] { b.try_into().expect("4 bytes") };
@@ -397,9 +424,22 @@ mod tests {
 
     #[test]
     fn ascii_rows_name_their_index() {
-        let mut out = String::new();
         let values: Vec<String> = (0..6).map(|v| v.to_string()).collect();
-        write_values(&mut out, "t", &[2, 3], &values);
-        assert_eq!(out, "t[2][3]\n[0], 0, 1, 2\n[1], 3, 4, 5\n");
+        let (mut rows, mut out) = AsciiRows::new("t", vec![2, 3]);
+        // values arrive slab by slab, a row split between two
+        rows.push(&mut out, &values[..4]);
+        rows.push(&mut out, &values[4..]);
+        out.push_str(rows.end());
+        assert_eq!(out, "t[2][3]\n[0], 0, 1, 2\n[1], 3, 4, 5\n\n");
+        let (mut rows, mut out) = AsciiRows::new("v", vec![3]);
+        rows.push(&mut out, &values[..3]);
+        out.push_str(rows.end());
+        assert_eq!(out, "v[3]\n0, 1, 2\n\n");
+        let (mut rows, mut out) = AsciiRows::new("s", vec![]);
+        rows.push(&mut out, &values[..1]);
+        out.push_str(rows.end());
+        assert_eq!(out, "s, 0\n\n");
+        let (rows, out) = AsciiRows::new("e", vec![0]);
+        assert_eq!(format!("{out}{}", rows.end()), "e[0]\n\n");
     }
 }

@@ -290,7 +290,7 @@ impl AsciiRows {
     pub(super) fn push(&mut self, out: &mut String, values: &[String]) {
         let row = self.shape.last().copied().unwrap_or(1).max(1);
         for value in values {
-            if self.shape.len() > 1 && self.at % row == 0 {
+            if self.shape.len() > 1 && self.at.is_multiple_of(row) {
                 if self.at > 0 {
                     out.push('\n');
                 }

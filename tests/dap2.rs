@@ -247,6 +247,23 @@ async fn strings_and_datetimes_read_as_zarr_python_read_them() {
                 for (g, t) in got.iter().zip(texts) {
                     assert_eq!(g.is_nan(), t.is_null(), "{group}/{name}: NaT is NaN");
                 }
+                // The values: the stored counts (these units have no scale).
+                let raw = get(
+                    &server,
+                    &format!("/v1/datasets/fixtures/data/{group}/{name}?format=binary"),
+                )
+                .await
+                .bytes()
+                .await
+                .unwrap();
+                let counts: Vec<f64> = raw
+                    .chunks_exact(8)
+                    .map(|b| match i64::from_le_bytes(b.try_into().unwrap()) {
+                        i64::MIN => f64::NAN,
+                        n => n as f64,
+                    })
+                    .collect();
+                assert!(same(&got, &counts), "{group}/{name}: {got:?} != {counts:?}");
             }
             _ => continue,
         }

@@ -388,13 +388,7 @@ fn stream(
             let _ = tx.send(Ok(tail)).await;
         }
     });
-    Body::from_stream(tokio_stream(rx))
-}
-
-fn tokio_stream(
-    mut rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
-) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
-    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    super::channel_body(rx)
 }
 
 /// A strong ETag naming the representation: dataset, node metadata

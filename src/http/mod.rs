@@ -202,6 +202,14 @@ pub fn routes() -> Router<Arc<AppState>> {
         .merge(dap2::routes())
 }
 
+/// A response body of what a streaming task sends on `rx`; an error
+/// ends the connection short.
+pub(crate) fn channel_body(
+    mut rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>,
+) -> axum::body::Body {
+    axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+}
+
 /// The largest POST body of a region read.
 const MAX_BODY_BYTES: usize = 1 << 20;
 

@@ -229,7 +229,8 @@ impl Request<'_> {
             each.push(dataset.read_versions(&read.plan).await?);
         }
         let all: Versions = each.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let etag = self.etag(b"ascii", dap, projection, &reads, &all);
+        let dds = text::dds(dap, projection);
+        let etag = self.etag(b"ascii", (&projection.key(dap), &dds), &reads, &all);
         let response = Response::builder().header(header::ETAG, &etag);
         if if_none_match(&self.headers, &etag) {
             return Ok(response
@@ -241,19 +242,19 @@ impl Request<'_> {
         if self.method == Method::HEAD {
             return Ok(response.body(Body::empty()).expect("valid response"));
         }
-        let arrays: Vec<AsciiArray> = text::ascii_names(dap, projection)
+        let arrays: Vec<Streamed> = text::ascii_names(dap, projection)
             .into_iter()
             .zip(projection.members.iter().flat_map(|m| m.leaves()))
             .zip(reads.0.into_iter().zip(each))
-            .map(|((name, leaf), (read, versions))| AsciiArray {
-                name,
-                var: dap.variables[leaf.var].clone(),
-                read,
-                versions,
+            .map(|((name, leaf), (read, versions))| {
+                let (rows, heading) = text::AsciiRows::new(&name, read.plan.output_shape());
+                let var = Arc::new(dap.variables[leaf.var].clone());
+                let writer = Writer::Ascii { var, rows, heading };
+                Streamed { read, versions, writer }
             })
             .collect();
-        let header = text::ascii_header(dap, projection);
-        let body = stream_ascii(self.state.metrics.clone(), dataset.clone(), header, arrays, permit);
+        let header = Bytes::from(format!("{dds}{}", text::ASCII_RULE));
+        let body = stream(self.state.metrics.clone(), dataset.clone(), header, arrays, permit);
         Ok(response.body(body).expect("valid response"))
     }
 
@@ -265,7 +266,8 @@ impl Request<'_> {
         let permit = dataset.resources().admit_read().await.inspect_err(|_| {
             self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
         })?;
-        let header = format!("{}Data:\n", text::dds(dap, projection)).into_bytes();
+        let dds = text::dds(dap, projection);
+        let header = format!("{dds}Data:\n").into_bytes();
         let in_memory = reads.decoded_bytes() <= IN_MEMORY_BYTES;
         let (payload, versions) = match in_memory {
             true => {
@@ -285,7 +287,7 @@ impl Request<'_> {
                 (Payload::Stream(header, each), all)
             }
         };
-        let etag = self.etag(b"dods", dap, projection, &reads, &versions);
+        let etag = self.etag(b"dods", (&projection.key(dap), &dds), &reads, &versions);
         let response = Response::builder()
             .header(header::ETAG, &etag)
             .header(header::CONTENT_TYPE, "application/octet-stream");
@@ -309,29 +311,34 @@ impl Request<'_> {
         let body = match payload {
             _ if self.method == Method::HEAD => Body::empty(),
             Payload::Whole(body) => Body::from(body),
-            Payload::Stream(header, each) => stream(
-                self.state.metrics.clone(),
-                dataset.clone(),
-                header,
-                reads.0.into_iter().zip(each).collect(),
-                permit,
-            ),
+            Payload::Stream(header, each) => {
+                let pool = dataset.resources().buffers();
+                let arrays = reads
+                    .0
+                    .into_iter()
+                    .zip(each)
+                    .map(|(read, versions)| Streamed {
+                        read,
+                        versions,
+                        writer: Writer::Xdr(pool.clone()),
+                    })
+                    .collect();
+                stream(
+                    self.state.metrics.clone(),
+                    dataset.clone(),
+                    Bytes::from(header),
+                    arrays,
+                    permit,
+                )
+            }
         };
         Ok(response.body(body).expect("valid response"))
     }
 
-    /// A strong ETag naming the dataset, group, projection, each array's
-    /// metadata version and the version of every key read.
-    fn etag(
-        &self,
-        kind: &[u8],
-        dap: &DapDataset,
-        projection: &Projection,
-        reads: &Reads,
-        versions: &Versions,
-    ) -> String {
-        // The DDS too: its dimension names depend on the group's other arrays.
-        let (key, dds) = (projection.key(dap), text::dds(dap, projection));
+    /// A strong ETag naming the dataset, group, projection (its `key` and
+    /// its DDS, whose dimension names depend on the group's other arrays),
+    /// each array's metadata version and the version of every key read.
+    fn etag(&self, kind: &[u8], (key, dds): (&str, &str), reads: &Reads, versions: &Versions) -> String {
         let mut parts: Vec<&[u8]> = vec![
             self.ds.as_bytes(),
             self.group.as_bytes(),
@@ -473,25 +480,112 @@ impl Reads {
     }
 }
 
-/// Stream `header`, then each array: its lengths, its slabs encoded as
-/// they are read (one slab read ahead, as region reads do), its padding.
-/// An error after the headers ends the connection short.
+/// One streamed array: its read, pinned to the versions of its keys, and
+/// how its slabs are written.
+struct Streamed {
+    read: Read,
+    versions: Versions,
+    writer: Writer,
+}
+
+/// How a streamed array's slabs are written.
+enum Writer {
+    /// XDR (`.dods`): lengths, elements (into pooled buffers, unless the
+    /// read already gives them big-endian), padding.
+    Xdr(Arc<BufferPool>),
+    /// Text rows (`.ascii`) under their heading.
+    Ascii {
+        var: Arc<Variable>,
+        rows: text::AsciiRows,
+        heading: String,
+    },
+}
+
+impl Streamed {
+    /// What comes before the elements.
+    fn start(&mut self) -> Bytes {
+        match &mut self.writer {
+            Writer::Xdr(_) if self.read.scalar => Bytes::new(),
+            Writer::Xdr(_) => Bytes::from(xdr::array_header(self.read.dap, self.read.count)),
+            Writer::Ascii { heading, .. } => Bytes::from(std::mem::take(heading)),
+        }
+    }
+
+    /// One slab, written; a large one off the async workers.
+    async fn slab(&mut self, slab: Bytes) -> Result<Bytes, String> {
+        let read = &self.read;
+        let (data_type, scalar) = (read.data_type, read.scalar);
+        if read.big_endian {
+            return Ok(slab);
+        }
+        let large = slab.len() > INLINE_ENCODE_BYTES;
+        match &mut self.writer {
+            Writer::Xdr(pool) => {
+                let pool = pool.clone();
+                let encode = move || {
+                    let wide = xdr::DapType::of(data_type)
+                        .and_then(xdr::DapType::element_bytes)
+                        .unwrap_or(4) as usize;
+                    let mut out = pool.take_empty((slab.len() / data_type.size().max(1)) * wide + 4);
+                    match scalar {
+                        true => xdr::append_scalar(data_type, &slab, &mut out),
+                        false => xdr::append_elements(data_type, &slab, &mut out),
+                    }
+                    .map(|()| BufferPool::into_bytes(&pool, out))
+                };
+                off_the_workers(large, encode).await
+            }
+            Writer::Ascii { var, rows, .. } => {
+                let var = var.clone();
+                let texts = off_the_workers(large, move || text::value_texts(&var, &slab)).await?;
+                let mut out = String::new();
+                rows.push(&mut out, &texts);
+                Ok(Bytes::from(out))
+            }
+        }
+    }
+
+    /// What comes after the elements.
+    fn end(&self) -> Bytes {
+        match &self.writer {
+            Writer::Xdr(_) => Bytes::from_static(xdr::array_trailer(self.read.dap, self.read.count)),
+            Writer::Ascii { rows, .. } => Bytes::from_static(rows.end().as_bytes()),
+        }
+    }
+}
+
+/// `work`'s answer, computed on a blocking thread when `large`.
+async fn off_the_workers<T: Send + 'static>(
+    large: bool,
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    match large {
+        true => tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| format!("encoding failed: {e}"))?,
+        false => work(),
+    }
+}
+
+/// Stream `header`, then each array as its writer writes it, slab by slab
+/// as they are read (one slab read ahead, as region reads do). An error
+/// after the headers ends the connection short.
 fn stream(
     metrics: Arc<Metrics>,
     dataset: Dataset,
-    header: Vec<u8>,
-    reads: Vec<(Read, Versions)>,
+    header: Bytes,
+    arrays: Vec<Streamed>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
     tokio::spawn(async move {
         let _permit = permit;
-        if tx.send(Ok(Bytes::from(header))).await.is_err() {
+        if tx.send(Ok(header)).await.is_err() {
             return;
         }
-        for (read, versions) in reads {
-            let path = read.plan.node().path.clone();
-            if let Err(e) = send_array(&dataset, read, versions, &tx).await {
+        for array in arrays {
+            let path = array.read.plan.node().path.clone();
+            if let Err(e) = send_array(&dataset, array, &tx).await {
                 metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(dataset = %dataset.name, path = %path, error = %e, "DAP2 stream aborted");
                 let _ = tx.send(Err(std::io::Error::other(e))).await;
@@ -499,94 +593,22 @@ fn stream(
             }
         }
     });
-    let mut rx = rx;
-    Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
-}
-
-/// One array of an ASCII answer.
-struct AsciiArray {
-    name: String,
-    var: Variable,
-    read: Read,
-    versions: Versions,
-}
-
-/// Stream `header`, then each array's values as text, slab by slab. An
-/// error after the headers ends the connection short.
-fn stream_ascii(
-    metrics: Arc<Metrics>,
-    dataset: Dataset,
-    header: String,
-    arrays: Vec<AsciiArray>,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
-    tokio::spawn(async move {
-        let _permit = permit;
-        if tx.send(Ok(Bytes::from(header))).await.is_err() {
-            return;
-        }
-        for array in arrays {
-            let path = array.var.path.clone();
-            if let Err(e) = send_ascii(&dataset, array, &tx).await {
-                metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(dataset = %dataset.name, path = %path, error = %e, "DAP2 ASCII stream aborted");
-                let _ = tx.send(Err(std::io::Error::other(e))).await;
-                return;
-            }
-        }
-    });
-    let mut rx = rx;
-    Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
-}
-
-/// One array's values as text.
-async fn send_ascii(
-    dataset: &Dataset,
-    array: AsciiArray,
-    tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
-) -> Result<(), String> {
-    let shape = array.read.plan.output_shape();
-    let (mut rows, heading) = text::AsciiRows::new(&array.name, shape);
-    let mut out = heading;
-    let mut slabs = std::pin::pin!(dataset.slab_stream(array.read.plan, array.versions));
-    loop {
-        let slab = tokio::select! {
-            _ = tx.closed() => return Ok(()),
-            slab = slabs.next() => match slab {
-                Some(slab) => slab.map_err(|e| e.to_string())?,
-                None => break,
-            },
-        };
-        let var = array.var.clone();
-        let texts = tokio::task::spawn_blocking(move || text::value_texts(&var, &slab))
-            .await
-            .map_err(|e| format!("ASCII encoding failed: {e}"))??;
-        rows.push(&mut out, &texts);
-        if tx.send(Ok(Bytes::from(std::mem::take(&mut out)))).await.is_err() {
-            return Ok(());
-        }
-    }
-    out.push_str(rows.end());
-    let _ = tx.send(Ok(Bytes::from(out))).await;
-    Ok(())
+    super::channel_body(rx)
 }
 
 /// One array of a stream. `Err` carries why it stopped; a closed
 /// connection is not an error (the client went away).
 async fn send_array(
     dataset: &Dataset,
-    read: Read,
-    versions: Versions,
+    mut array: Streamed,
     tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
 ) -> Result<(), String> {
-    let (data_type, dap, scalar, count) = (read.data_type, read.dap, read.scalar, read.count);
-    let big_endian = read.big_endian;
-    if !scalar && tx.send(Ok(Bytes::from(xdr::array_header(dap, count)))).await.is_err() {
+    let start = array.start();
+    if !start.is_empty() && tx.send(Ok(start)).await.is_err() {
         return Ok(());
     }
-    let pool = dataset.resources().buffers();
-    let mut slabs = std::pin::pin!(dataset.slab_stream(read.plan, versions));
+    let (plan, versions) = (array.read.plan.clone(), std::mem::take(&mut array.versions));
+    let mut slabs = std::pin::pin!(dataset.slab_stream(plan, versions));
     loop {
         let slab = tokio::select! {
             _ = tx.closed() => return Ok(()),
@@ -595,48 +617,16 @@ async fn send_array(
                 None => break,
             },
         };
-        let encoded = match big_endian {
-            true => slab,
-            false => encode_slab(&pool, data_type, scalar, slab).await?,
-        };
-        if tx.send(Ok(encoded)).await.is_err() {
+        let written = array.slab(slab).await?;
+        if tx.send(Ok(written)).await.is_err() {
             return Ok(());
         }
     }
-    let trailer = xdr::array_trailer(dap, count);
-    if !trailer.is_empty() {
-        let _ = tx.send(Ok(Bytes::from_static(trailer))).await;
+    let end = array.end();
+    if !end.is_empty() {
+        let _ = tx.send(Ok(end)).await;
     }
     Ok(())
-}
-
-/// A slab's elements in XDR, in a pooled buffer; a large slab is
-/// encoded off the async workers.
-async fn encode_slab(
-    pool: &Arc<BufferPool>,
-    data_type: crate::engine::DataType,
-    scalar: bool,
-    slab: Bytes,
-) -> Result<Bytes, String> {
-    let large = slab.len() > INLINE_ENCODE_BYTES;
-    let pool = pool.clone();
-    let encode = move || {
-        let wide = xdr::DapType::of(data_type)
-            .and_then(xdr::DapType::element_bytes)
-            .unwrap_or(4) as usize;
-        let mut out = pool.take_empty((slab.len() / data_type.size().max(1)) * wide + 4);
-        match scalar {
-            true => xdr::append_scalar(data_type, &slab, &mut out),
-            false => xdr::append_elements(data_type, &slab, &mut out),
-        }
-        .map(|()| BufferPool::into_bytes(&pool, out))
-    };
-    match large {
-        true => tokio::task::spawn_blocking(encode)
-            .await
-            .map_err(|e| format!("XDR encoding failed: {e}"))?,
-        false => encode(),
-    }
 }
 
 /// The DAP2 headers clients look for.
@@ -657,10 +647,10 @@ fn with_dap_headers(mut response: Response, description: &'static str) -> Respon
 /// `WWW-Authenticate`).
 fn dap_error(error: ApiError) -> Response {
     let status = error.status();
-    let message = error.to_string().replace('\\', "\\\\").replace('"', "\\\"");
+    let message = text::quoted(&error.to_string());
     let mut response = error.into_response();
     let body = format!(
-        "Error {{\n    code = {};\n    message = \"{message}\";\n}};\n",
+        "Error {{\n    code = {};\n    message = {message};\n}};\n",
         status.as_u16()
     );
     let headers = response.headers_mut();

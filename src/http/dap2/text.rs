@@ -215,9 +215,9 @@ fn float_text(v: f64, single: bool) -> String {
     }
 }
 
-/// A DAS string: quoted, with `"` and `\` escaped, and control
+/// A DAS string (or an error's message): quoted, with `"` and `\` escaped, and control
 /// characters other than tab and newline as libdap writes them (`\ooo`).
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {
@@ -235,13 +235,8 @@ fn quoted(text: &str) -> String {
     out
 }
 
-/// What comes before the ASCII values: the DDS and a rule.
-pub(super) fn ascii_header(dataset: &DapDataset, projection: &Projection) -> String {
-    format!(
-        "{}---------------------------------------------\n",
-        dds(dataset, projection)
-    )
-}
+/// What comes between the DDS and the values of an ASCII answer.
+pub(super) const ASCII_RULE: &str = "---------------------------------------------\n";
 
 /// The name an array's ASCII values are given under: `grid.component`
 /// for grids' and structures' members.

@@ -46,17 +46,8 @@ command -v curl >/dev/null || die "missing curl (apt-get install curl)"
 mkdir -p "$CACHE"
 
 step "Python environment ($VENV)"
-find_py312() {
-  local c
-  # pyenv's python3.12 shim can exist and still refuse to run: try each candidate
-  for c in ${PYTHON312:-} "$(command -v python3.12 || true)" \
-           $(ls -d /root/.pyenv/versions/3.12.*/bin/python 2>/dev/null | sort -V | tail -1); do
-    [ -n "$c" ] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null \
-      && { echo "$c"; return; }
-  done
-}
 if [ ! -x "$VENV/bin/python" ]; then
-  PY312=$(find_py312)
+  PY312=$(scripts/find-python312.sh)
   [ -n "$PY312" ] || die "need Python 3.12 (set PYTHON312)"
   "$PY312" -m venv "$VENV"
 fi

@@ -25,7 +25,7 @@ command -v wrk >/dev/null || { echo "missing wrk (apt-get install wrk)" >&2; exi
 
 step "Python environment ($VENV)"
 if [ ! -x "$VENV/bin/python" ]; then
-  PY312=${PYTHON312:-$(command -v python3.12 || ls -d /root/.pyenv/versions/3.12.*/bin/python 2>/dev/null | tail -1)}
+  PY312=$(scripts/find-python312.sh)
   [ -n "$PY312" ] || { echo "need Python 3.12 (set PYTHON312)" >&2; exit 1; }
   "$PY312" -m venv "$VENV"
 fi

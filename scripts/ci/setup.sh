@@ -47,7 +47,7 @@ VENV2=${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}
 # The DAP2 clients (netCDF4, pydap, xarray) in Python 3.12: pydap 3.5.11 needs it.
 VENV_DAP=${ZS_VENV_DAP:-$ROOT/.venv-dap}
 if [ ! -x "$VENV_DAP/bin/python" ]; then
-  PY312=${PYTHON312:-$(command -v python3.12 || ls -d /root/.pyenv/versions/3.12.*/bin/python 2>/dev/null | tail -1)}
+  PY312=$(scripts/find-python312.sh)
   [ -n "$PY312" ] || { echo "need Python 3.12 for the DAP2 clients (set PYTHON312)"; exit 1; }
   "$PY312" -m venv "$VENV_DAP"
 fi

@@ -366,13 +366,13 @@ async fn data_errors_follow_the_contract() {
     )
     .await;
     problem(
-        get(&server, &format!("{base}/zarr_python/int16?select=0,0&format=csv")).await,
+        get(&server, &format!("{base}/zarr_python/int16?select=0,0&format=xlsx")).await,
         400,
     )
     .await;
     let r = client()
         .get(server.url(&format!("{base}/zarr_python/int16?select=0,0")))
-        .header(header::ACCEPT, "text/csv")
+        .header(header::ACCEPT, "application/vnd.ms-excel")
         .send()
         .await
         .unwrap();

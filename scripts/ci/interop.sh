@@ -2,19 +2,20 @@
 # Stage interop: fixtures freshly written by zarr-python and tensorstore
 # (verified by both), the Rust suites on them, then zarr-python, numpy.load
 # schemathesis, the explorer in headless Chromium, the map clients (GDAL,
-# Leaflet, OpenLayers, QGIS) and the DAP2 clients (ncdump, netCDF4, xarray,
-# pydap) against a running server.
+# Leaflet, OpenLayers, QGIS), the DAP2 clients (ncdump, netCDF4, xarray,
+# pydap) and the file clients (pandas, netCDF4, xarray, rasterio) against a
+# running server.
 source "$(dirname "$0")/lib.sh"
 step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
 ensure_fixtures
-cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2
+cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test formats
 step "interop: the service over HTTP: zarr-python through the passthrough, numpy.load, schemathesis"
 ensure_server_binary
 start_server "$ZARR_FIXTURES/data.zarr"
 "$PY" -m pytest -q tests/python
 echo "explorer screenshot (headless Chromium): ${ZS_ARTIFACTS:-$ROOT/artifacts}/explorer-array.png"
 echo "map clients' pictures (GDAL, Leaflet, OpenLayers, QGIS): ${ZS_ARTIFACTS:-$ROOT/artifacts}/map-*.png"
-step "interop: OPeNDAP DAP2 read by ncdump, netCDF4, xarray (netcdf4 and pydap engines) and pydap"
+step "interop: OPeNDAP DAP2 (ncdump, netCDF4, xarray, pydap) and CSV/NetCDF/GeoTIFF downloads (pandas, netCDF4, xarray, ncdump, rasterio)"
 "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/dap
 step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
 "${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py tests/python/test_codecs_http.py

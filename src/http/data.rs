@@ -18,10 +18,14 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::{json_body, npy_header, npy_text, png_picture, streamable, Format, JsonSlabs, ResultLabels};
+use super::encoders::{encoder_for, EncoderRequest};
+use super::format::Format;
 use super::problem::ApiError;
 use super::query::Query;
 use super::AppState;
+use crate::encode::json::ResultLabels;
+use crate::encode::png::png_picture;
+use crate::encode::Encoder;
 use crate::engine::reduce::Reduction;
 use crate::engine::render::{self, Render, RenderRequest};
 use crate::engine::{DataType, Dataset, Error, ReadPlan, Versions};
@@ -94,57 +98,54 @@ async fn region(
             limit: state.max_response_bytes,
         });
     }
+    // Reductions are read whole and little-endian; other NetCDF reads are
+    // made big-endian as the slabs are assembled.
+    let plan = match (format, &reduction) {
+        (Format::NetCdf, None) => plan.with_big_endian(),
+        _ => plan,
+    };
+    let streamed =
+        reduction.is_none() && render.is_none() && plan.slab_count() > 1 && !answer.data_type.is_text_or_bytes();
+    // Checked (400) before any of the result's data is read.
+    let encoder = match render {
+        Some(_) => None,
+        None => {
+            let request = EncoderRequest {
+                dataset,
+                plan: &plan,
+                answer: &answer,
+                reduced: reduction.is_some(),
+                streamed,
+            };
+            Some(encoder_for(format, &request).await?)
+        }
+    };
     let permit = dataset.resources().admit_read().await.inspect_err(|_| {
         state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
     })?;
-    // JSON of numbers streams too (its length unknown: chunked encoding).
-    let json_streams = format == Format::Json && !answer.data_type.is_text_or_bytes();
-    let streamed = reduction.is_none()
-        && render.is_none()
-        && plan.slab_count() > 1
-        && (streamable(format, answer.data_type) || json_streams);
-    let (payload, length, versions) = if streamed {
-        let versions = dataset.read_versions(&plan).await?;
-        let (prefix, length, encoder) = match format {
-            Format::Json => {
-                let labels = answer.labels(dataset.result_coords(&plan).await?);
-                let slab_dim = plan
-                    .slab_result_dim()
-                    .expect("a read of several slabs has a slab dimension");
-                let (json, head, tail) = JsonSlabs::new(answer.data_type, &answer.shape, slab_dim, Some(&labels));
-                (
-                    head.into_bytes(),
-                    None,
-                    SlabEncoder::Json(Arc::new(json), Bytes::from(tail)),
-                )
-            }
-            Format::Npy => {
-                let header = npy_header(answer.data_type, &answer.shape);
-                let length = header.len() as u64 + requested;
-                (header, Some(length), SlabEncoder::Raw)
-            }
-            _ => (vec![], Some(requested), SlabEncoder::Raw),
-        };
-        (Payload::Stream(prefix, encoder), length, versions)
-    } else {
-        let (data, versions) = match &reduction {
-            Some(r) => {
-                let versions = dataset.read_versions(&plan).await?;
-                (dataset.read_reduced(&plan, r, versions.clone()).await?, versions)
-            }
-            None => dataset.read_all(&plan).await?,
-        };
-        let labels = match format {
-            Format::Json => Some(answer.labels(dataset.result_coords(&plan).await?)),
-            _ => None,
-        };
-        let body = match &render {
-            Some(render) => draw(render.clone(), &answer, data).await?,
-            None => encode(format, &answer, data, labels)
-                .map_err(|reason| Error::corrupt(plan.node().path.clone(), reason))?,
-        };
-        let length = body.len() as u64;
-        (Payload::Whole(body), Some(length), versions)
+    let (payload, length, versions) = match (streamed, encoder) {
+        (true, Some(encoder)) => {
+            let versions = dataset.read_versions(&plan).await?;
+            (Payload::Stream(encoder.clone()), encoder.length(), versions)
+        }
+        (_, encoder) => {
+            let (data, versions) = match &reduction {
+                Some(r) => {
+                    let versions = dataset.read_versions(&plan).await?;
+                    (dataset.read_reduced(&plan, r, versions.clone()).await?, versions)
+                }
+                None => dataset.read_all(&plan).await?,
+            };
+            let body = match (&render, encoder) {
+                (Some(render), _) => draw(render.clone(), &answer, data).await?,
+                (None, Some(encoder)) => encode_whole(encoder, data)
+                    .await
+                    .map_err(|reason| Error::corrupt(plan.node().path.clone(), reason))?,
+                (None, None) => unreachable!("a picture or an encoder"),
+            };
+            let length = body.len() as u64;
+            (Payload::Whole(body), Some(length), versions)
+        }
     };
     let computed = format!("{}|{}", query.reduce.key(), query.render.key());
     let etag = etag_for(dataset, &plan, &computed, format, &versions);
@@ -167,7 +168,9 @@ async fn region(
     if let Some(length) = length {
         response = response.header(header::CONTENT_LENGTH, length);
     }
-    if matches!(format, Format::Binary | Format::Npy) && length.unwrap_or(0) > state.compress_max_bytes {
+    if matches!(format, Format::Binary | Format::Npy | Format::NetCdf | Format::GeoTiff)
+        && length.unwrap_or(0) > state.compress_max_bytes
+    {
         // Compressing numbers on the fly is several times slower than
         // sending them; see `compress_max_bytes`.
         response = response.extension(super::Uncompressed);
@@ -175,11 +178,11 @@ async fn region(
     let body = match payload {
         _ if method == Method::HEAD => Body::empty(),
         Payload::Whole(bytes) => Body::from(bytes),
-        Payload::Stream(prefix, encoder) => stream(
+        Payload::Stream(encoder) => stream(
             state.metrics.clone(),
             dataset.clone(),
             (plan, versions),
-            (prefix, encoder),
+            encoder,
             permit,
         ),
     };
@@ -187,13 +190,13 @@ async fn region(
 }
 
 /// What the answer holds: the read's result, or its reduction.
-struct Answer {
-    data_type: DataType,
-    shape: Vec<u64>,
+pub(super) struct Answer {
+    pub(super) data_type: DataType,
+    pub(super) shape: Vec<u64>,
     /// Which of the result's dimensions the answer keeps, and which of
     /// those are coarsened (their labels are not the result's).
-    kept: Vec<bool>,
-    coarsened: Vec<bool>,
+    pub(super) kept: Vec<bool>,
+    pub(super) coarsened: Vec<bool>,
 }
 
 impl Answer {
@@ -215,13 +218,13 @@ impl Answer {
         })
     }
 
-    fn bytes(&self) -> u64 {
+    pub(super) fn bytes(&self) -> u64 {
         self.shape.iter().product::<u64>() * self.data_type.size() as u64
     }
 
     /// The result's names and labels, for the dimensions the answer keeps
     /// (coarsened ones keep their name, not their labels).
-    fn labels(&self, (names, mut coords): ResultLabels) -> ResultLabels {
+    pub(super) fn labels(&self, (names, mut coords): ResultLabels) -> ResultLabels {
         let mut kept_names = Vec::new();
         for ((name, &keep), &coarsened) in names.into_iter().zip(&self.kept).zip(&self.coarsened) {
             if !keep || coarsened {
@@ -287,59 +290,47 @@ async fn draw(render: Render, answer: &Answer, data: Bytes) -> Result<Bytes, Api
     Ok(Bytes::from(png))
 }
 
-/// Elements turned into JSON text at a time when JSON streams.
-const JSON_PIECE_BYTES: usize = 1 << 20;
-
-/// A response body: in memory, or streamed after a prefix (the npy
-/// header, the JSON head).
+/// A response body: in memory, or streamed by its encoder.
 enum Payload {
     Whole(Bytes),
-    Stream(Vec<u8>, SlabEncoder),
+    Stream(Arc<dyn Encoder>),
 }
 
-/// What a streamed slab becomes: its bytes, or JSON items (then the
-/// document's tail ends the stream).
-enum SlabEncoder {
-    Raw,
-    Json(Arc<JsonSlabs>, Bytes),
+/// Results larger than this are encoded off the async workers.
+const INLINE_ENCODE_BYTES: usize = 1 << 20;
+
+/// A result read whole, encoded (text formats off the async workers when large).
+async fn encode_whole(encoder: Arc<dyn Encoder>, data: Bytes) -> Result<Bytes, String> {
+    if encoder.piece_elements().is_none() || data.len() <= INLINE_ENCODE_BYTES {
+        return encoder.whole(data);
+    }
+    tokio::task::spawn_blocking(move || encoder.whole(data))
+        .await
+        .map_err(|e| format!("encoding failed: {e}"))?
 }
 
-/// The whole answer in `format`; damaged text is an error naming what is wrong.
-/// JSON carries the answer's dimension names and coordinate labels.
-fn encode(format: Format, answer: &Answer, data: Bytes, labels: Option<ResultLabels>) -> Result<Bytes, String> {
-    let (data_type, shape) = (answer.data_type, &answer.shape);
-    Ok(match format {
-        Format::Binary => data,
-        Format::Npy if data_type.is_text_or_bytes() => Bytes::from(npy_text(data_type, shape, &data)?),
-        Format::Npy => {
-            let mut out = npy_header(data_type, shape);
-            out.extend_from_slice(&data);
-            Bytes::from(out)
-        }
-        Format::Json => Bytes::from(json_body(data_type, shape, &data, labels.as_ref())?),
-        Format::Png => unreachable!("pictures are drawn, not encoded"),
-    })
-}
-
-/// Stream the slabs after `prefix`, reading the next while the previous
-/// is written (and, for JSON, turned into text off the async workers).
+/// Stream the encoder's head, the slabs as they are read (the next read
+/// while the previous is written; text encoded off the async workers, in
+/// pieces sent one by one so memory stays bounded), then its tail.
 fn stream(
     metrics: Arc<Metrics>,
     dataset: Dataset,
     (plan, versions): (ReadPlan, Versions),
-    (prefix, encoder): (Vec<u8>, SlabEncoder),
+    encoder: Arc<dyn Encoder>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
     let (name, path) = (dataset.name.clone(), plan.node().path.clone());
+    let size = plan.data_type().size().max(1);
     let slabs = dataset.slab_stream(plan, versions);
     tokio::spawn(async move {
         let _permit = permit;
-        if !prefix.is_empty() && tx.send(Ok(Bytes::from(prefix))).await.is_err() {
+        let head = encoder.head();
+        if !head.is_empty() && tx.send(Ok(head)).await.is_err() {
             return;
         }
         let mut slabs = std::pin::pin!(slabs);
-        let mut first = true;
+        let mut start = 0u64;
         loop {
             let read = tokio::select! {
                 // The client went away: stop reading (dropping `slabs` aborts them).
@@ -349,46 +340,72 @@ fn stream(
                     None => break,
                 },
             };
-            if let (SlabEncoder::Json(json, _), Ok(frame)) = (&encoder, &read) {
-                // Text in pieces of about JSON_PIECE_BYTES of elements, each
-                // sent before the next is written: memory stays bounded.
-                let step = (JSON_PIECE_BYTES / json.item_bytes().max(1)).max(1) * json.item_bytes().max(1);
-                for start in (0..frame.len()).step_by(step) {
-                    let piece = frame.slice(start..frame.len().min(start + step));
-                    let (json, was_first) = (json.clone(), first);
-                    first = false;
-                    let text = tokio::task::spawn_blocking(move || Bytes::from(json.slab(&piece, was_first))).await;
-                    let Ok(text) = text else {
-                        let _ = tx.send(Err(std::io::Error::other("JSON encoding failed"))).await;
-                        return;
-                    };
-                    if tx.send(Ok(text)).await.is_err() {
-                        return;
-                    }
-                }
-                continue;
-            }
-            match read {
-                Ok(frame) => {
-                    // A client that stops reading is cut off by the
-                    // connection's stall guard, which ends this send too.
-                    if tx.send(Ok(frame)).await.is_err() {
-                        return;
-                    }
-                }
+            let frame = match read {
+                Ok(frame) => frame,
                 Err(e) => {
                     metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(dataset = %name, path = %path, error = %e, "region stream aborted");
                     let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
                     return;
                 }
+            };
+            let elements = (frame.len() / size) as u64;
+            // A client that stops reading is cut off by the connection's
+            // stall guard, which ends these sends too.
+            if !send_encoded(&encoder, &tx, start, frame, size).await {
+                return;
             }
+            start += elements;
         }
-        if let SlabEncoder::Json(_, tail) = encoder {
+        let tail = encoder.tail();
+        if !tail.is_empty() {
             let _ = tx.send(Ok(tail)).await;
         }
     });
     super::channel_body(rx)
+}
+
+/// Send a slab's elements (the first of them element `start`) encoded;
+/// `false` when the stream must end (the client left, or encoding failed).
+async fn send_encoded(
+    encoder: &Arc<dyn Encoder>,
+    tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    start: u64,
+    frame: Bytes,
+    size: usize,
+) -> bool {
+    let Some(piece) = encoder.piece_elements() else {
+        return match encoder.elements(start, frame) {
+            Ok(bytes) => tx.send(Ok(bytes)).await.is_ok(),
+            Err(e) => {
+                let _ = tx.send(Err(std::io::Error::other(e))).await;
+                false
+            }
+        };
+    };
+    let step = piece as usize * size;
+    for at in (0..frame.len()).step_by(step.max(1)) {
+        let data = frame.slice(at..frame.len().min(at + step));
+        let (encoder, first) = (encoder.clone(), start + (at / size) as u64);
+        let text = tokio::task::spawn_blocking(move || encoder.elements(first, data)).await;
+        let text = match text {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => {
+                let _ = tx.send(Err(std::io::Error::other(e))).await;
+                return false;
+            }
+            Err(e) => {
+                let _ = tx
+                    .send(Err(std::io::Error::other(format!("encoding failed: {e}"))))
+                    .await;
+                return false;
+            }
+        };
+        if tx.send(Ok(text)).await.is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// A strong ETag naming the representation: dataset, node metadata

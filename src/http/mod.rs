@@ -4,6 +4,7 @@
 mod conditional;
 mod dap2;
 mod data;
+mod encoders;
 mod explorer;
 mod format;
 mod nodes;

@@ -49,6 +49,15 @@ impl Node {
         self.metadata.as_ref().map(|m| m.attributes())
     }
 
+    /// A Zarr v2 array's `fill_value` (null otherwise): what xarray wrote
+    /// as the variable's `_FillValue`.
+    pub fn v2_fill_value(&self) -> serde_json::Value {
+        match &self.metadata {
+            Some(m) if m.zarr_format() == 2 => m.raw().get("fill_value").cloned().unwrap_or_default(),
+            _ => serde_json::Value::Null,
+        }
+    }
+
     /// `"array"` or `"group"`.
     pub fn node_type(&self) -> &'static str {
         match self.metadata {

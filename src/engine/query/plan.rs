@@ -150,6 +150,11 @@ impl ReadPlan {
         self
     }
 
+    /// Whether the values are CF-decoded (`float64`, NaN where missing).
+    pub fn cf_decoded(&self) -> bool {
+        self.cf.is_some()
+    }
+
     /// The data type of the result: the array's, or `float64` when CF-decoded.
     pub fn data_type(&self) -> DataType {
         match self.cf {

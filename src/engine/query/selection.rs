@@ -55,6 +55,22 @@ impl Selection {
         }
     }
 
+    /// The positions `dim` selects, as a 1-D selection (of a coordinate).
+    pub(crate) fn of_dim(dim: &DimSelection) -> Self {
+        let item = match (&dim.list, dim.step) {
+            (None, step) if step > 0 && dim.len > 0 => {
+                let stop = dim.index(dim.len - 1) + 1;
+                SelectItem::Slice(Some(dim.start as i64), Some(stop as i64), Some(step))
+            }
+            (None, _) if dim.len == 0 => SelectItem::Slice(Some(0), Some(0), None),
+            _ => SelectItem::List((0..dim.len).map(|k| dim.index(k) as i64).collect()),
+        };
+        Self {
+            items: vec![item],
+            points: None,
+        }
+    }
+
     /// Points (NumPy `vindex`): one position per dimension for each.
     pub fn points(points: Vec<Vec<i64>>) -> Self {
         Self {

@@ -177,3 +177,121 @@ impl Dataset {
         Ok((dimension_names, coords))
     }
 }
+
+/// A label column of a result, for tables: a dimension's name (`dim_{d}`
+/// when unnamed) and, per position along result dimension `dim`, its label
+/// (instants as ISO 8601 text), or its position in the array when the
+/// dimension has no coordinate.
+#[derive(Debug, Clone)]
+pub struct LabelColumn {
+    /// The dimension's name.
+    pub name: String,
+    /// The result dimension it labels.
+    pub dim: usize,
+    /// A label per position along it.
+    pub labels: Vec<Value>,
+}
+
+/// The values of a result dimension's coordinate at the result's
+/// positions, with what a file needs to describe them.
+#[derive(Debug, Clone)]
+pub struct CoordinateValues {
+    /// The coordinate's data type.
+    pub data_type: crate::engine::DataType,
+    /// The coordinate array's attributes.
+    pub attributes: Value,
+    /// Its Zarr v2 `fill_value` (null otherwise).
+    pub v2_fill: Value,
+    /// Little-endian elements, one per position of the result dimension.
+    pub data: bytes::Bytes,
+}
+
+/// One dimension of a (non-point) result: its name (`dim_{d}` when
+/// unnamed), length and coordinate.
+#[derive(Debug, Clone)]
+pub struct ResultDimension {
+    /// Its name.
+    pub name: String,
+    /// Its length in the result.
+    pub len: u64,
+    /// Its coordinate's values, if it has a coordinate.
+    pub coordinate: Option<CoordinateValues>,
+}
+
+fn dimension_name(names: Option<&[Option<String>]>, d: usize) -> String {
+    names
+        .and_then(|n| n.get(d).cloned().flatten())
+        .unwrap_or_else(|| format!("dim_{d}"))
+}
+
+impl Dataset {
+    /// The label columns of a planned result: one per kept dimension, or
+    /// for points one per array dimension (all along the one result dimension).
+    pub async fn label_columns(&self, plan: &ReadPlan) -> Result<Vec<LabelColumn>> {
+        let meta = plan.meta();
+        let names = meta.dimension_names.as_deref();
+        let coordinates = self.coordinates(plan.node()).await?;
+        let label = |d: usize, i: u64| match &coordinates[d] {
+            Some(c) => c.label_json(i),
+            None => Value::from(i),
+        };
+        if let Some(points) = &plan.points {
+            return Ok((0..meta.shape.len())
+                .map(|d| LabelColumn {
+                    name: dimension_name(names, d),
+                    dim: 0,
+                    labels: points.iter().map(|p| label(d, p[d])).collect(),
+                })
+                .collect());
+        }
+        let kept = plan.dims.iter().enumerate().filter(|(_, s)| !s.dropped);
+        Ok(kept
+            .enumerate()
+            .map(|(r, (d, sel))| LabelColumn {
+                name: dimension_name(names, d),
+                dim: r,
+                labels: (0..sel.len).map(|k| label(d, sel.index(k))).collect(),
+            })
+            .collect())
+    }
+
+    /// The dimensions of a planned result (not a point selection), each
+    /// with its coordinate's values at the result's positions when it has
+    /// a coordinate.
+    pub async fn result_dimensions(&self, plan: &ReadPlan) -> Result<Vec<ResultDimension>> {
+        if plan.points.is_some() {
+            return Err(Error::InvalidRequest(
+                "a point selection has no dimensions to describe in a file: select a region".into(),
+            ));
+        }
+        let meta = plan.meta();
+        let names = meta.dimension_names.as_deref();
+        let coordinates = self.coordinates(plan.node()).await?;
+        let parent = plan.node().path.rsplit_once('/').map_or("", |(p, _)| p);
+        let mut out = Vec::new();
+        for (d, sel) in plan.dims.iter().enumerate().filter(|(_, s)| !s.dropped) {
+            let name = dimension_name(names, d);
+            let coordinate = match &coordinates[d] {
+                Some(_) => {
+                    let path = join(parent, &name);
+                    let coord_plan = self.plan_read(&path, &Selection::of_dim(sel)).await?;
+                    let (data, _) = self.read_all(&coord_plan).await?;
+                    let node = coord_plan.node();
+                    Some(CoordinateValues {
+                        data_type: coord_plan.data_type(),
+                        attributes: node.attributes().cloned().unwrap_or_default(),
+                        v2_fill: node.v2_fill_value(),
+                        data,
+                    })
+                }
+                None => None,
+            };
+            out.push(ResultDimension {
+                name,
+                len: sel.len,
+                coordinate,
+            });
+        }
+        Ok(out)
+    }
+}

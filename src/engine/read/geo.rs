@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use crate::engine::error::{Error, Result};
 use crate::engine::format::values::real_values;
-use crate::engine::query::geo::{multiscales, CrsSources, DimInfo, GeoGrid, Sampling};
+use crate::engine::query::geo::{multiscales, CellAxis, Crs, CrsSources, DimInfo, GeoGrid, Sampling};
 use crate::engine::query::labels::LabelQuery;
 use crate::engine::query::node::{Coordinates, Node};
 use crate::engine::query::plan::ReadPlan;
-use crate::engine::query::selection::Selection;
+use crate::engine::query::selection::{DimSelection, Selection};
 use crate::engine::read::hierarchy::Dataset;
 use crate::engine::read::{ReadQuery, Versions};
 use crate::storage::join;
@@ -315,4 +315,73 @@ impl Dataset {
         }
         Ok(plan)
     }
+}
+
+/// Where a 2-D result of a geo variable lies, when it is a regular raster:
+/// the outer corner of its first cell (row 0, column 0) and the step from
+/// one cell to the next along X (columns) and Y (rows), in the grid's CRS.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RasterPlacement {
+    /// X of the first cell's outer corner.
+    pub x0: f64,
+    /// X step from a column to the next.
+    pub dx: f64,
+    /// Y of the first cell's outer corner.
+    pub y0: f64,
+    /// Y step from a row to the next.
+    pub dy: f64,
+    /// The grid's CRS.
+    pub crs: Crs,
+}
+
+/// Centres may differ from a regular step by this fraction of the step.
+const REGULAR_TOLERANCE: f64 = 1e-6;
+
+impl GeoVariable {
+    /// The placement of the result `plan` reads from this variable: its
+    /// two dimensions must be Y then X (every other dimension picked by an
+    /// integer), and the cells it picks along each evenly spaced.
+    pub fn placement(&self, plan: &ReadPlan) -> Result<RasterPlacement> {
+        let kept: Vec<usize> = (0..plan.dims.len()).filter(|&d| !plan.dims[d].dropped).collect();
+        if plan.points.is_some() || kept != [self.grid.y_dim, self.grid.x_dim] {
+            return Err(Error::InvalidRequest(
+                "a raster needs a 2-D result of the Y and X dimensions, in that order \
+                 (pick one index or label of every other dimension)"
+                    .into(),
+            ));
+        }
+        let (x0, dx) = regular(&self.grid.x, &plan.dims[self.grid.x_dim], "X")?;
+        let (y0, dy) = regular(&self.grid.y, &plan.dims[self.grid.y_dim], "Y")?;
+        Ok(RasterPlacement {
+            x0,
+            dx,
+            y0,
+            dy,
+            crs: self.grid.crs.clone(),
+        })
+    }
+}
+
+/// The outer edge of the first picked cell and the step between picked
+/// cells, when the picked cells are evenly spaced (a single cell: its width).
+fn regular(axis: &CellAxis, sel: &DimSelection, what: &str) -> Result<(f64, f64)> {
+    let centre = |k: u64| axis.centre(sel.index(k));
+    let step = match sel.len {
+        0 => return Err(Error::InvalidRequest(format!("the raster has no cells along {what}"))),
+        1 => {
+            let i = sel.index(0);
+            axis.edge(i + 1) - axis.edge(i)
+        }
+        n => (centre(n - 1) - centre(0)) / (n - 1) as f64,
+    };
+    let irregular = (1..sel.len).any(|k| {
+        let expected = centre(0) + step * k as f64;
+        (centre(k) - expected).abs() > step.abs() * REGULAR_TOLERANCE
+    });
+    if irregular || step == 0.0 {
+        return Err(Error::InvalidRequest(format!(
+            "the cells picked along {what} are not evenly spaced: a raster needs a regular grid"
+        )));
+    }
+    Ok((centre(0) - step / 2.0, step))
 }

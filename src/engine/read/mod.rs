@@ -25,7 +25,7 @@ mod slab;
 mod stream;
 
 pub(crate) mod cache;
-mod coordinate;
+pub(crate) mod coordinate;
 pub(crate) mod decode_pool;
 pub(crate) mod geo;
 pub(crate) mod hierarchy;

@@ -106,10 +106,7 @@ fn variable(name: &str, node: Arc<Node>) -> Option<Variable> {
         })
         .collect();
     let source = node.metadata.as_ref()?;
-    let v2_fill = match source.zarr_format() {
-        2 => source.raw().get("fill_value").cloned().unwrap_or(Value::Null),
-        _ => Value::Null,
-    };
+    let v2_fill = node.v2_fill_value();
     Some(Variable {
         name: name.to_string(),
         path: node.path.clone(),

@@ -22,10 +22,11 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use self::html::{definitions, escape, explore_href, page, url_path};
-use super::format::{accept_items, json_body};
+use super::format::accept_items;
 use super::nodes::document_bytes;
 use super::problem::ApiError;
 use super::AppState;
+use crate::encode::json::json_body;
 use crate::engine::render::{self, Colormap};
 use crate::engine::{DataType, Dataset, GeoVariable, ReadQuery, Selection};
 

@@ -17,9 +17,9 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::png_picture;
 use super::query::TileQuery;
 use super::{ApiError, AppState};
+use crate::encode::png::png_picture;
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
 use crate::engine::labels::LabelQuery;
 use crate::engine::render::{Render, RenderRequest};

@@ -19,9 +19,9 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
-use super::format::png_picture;
 use super::view::escape;
 use super::AppState;
+use crate::encode::png::png_picture;
 use crate::engine::geo::{Sampling, EARTH_RADIUS};
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
 use crate::engine::render::{Colormap, Render, RenderRequest};

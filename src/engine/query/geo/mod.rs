@@ -163,6 +163,11 @@ impl CellAxis {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// Edge `i` (`0..=len`): cell `i` lies between edges `i` and `i + 1`.
+    pub fn edge(&self, i: u64) -> f64 {
+        self.edges[i as usize]
+    }
+
     /// The centre of cell `i`.
     pub fn centre(&self, i: u64) -> f64 {
         (self.edges[i as usize] + self.edges[i as usize + 1]) / 2.0

@@ -73,6 +73,8 @@ pub struct Config {
     pub tile_read_limit_bytes: u64,
     /// Largest WMS `WIDTH` or `HEIGHT`, in pixels (400 above it).
     pub wms_max_size: u32,
+    /// Most vertices of an EDR `area` polygon (400 above it).
+    pub edr_max_polygon_vertices: u32,
     /// Largest `binary` or `npy` data response compressed on request;
     /// larger ones are sent as they are (identity).
     pub compress_max_bytes: u64,
@@ -136,6 +138,7 @@ impl Default for Config {
             max_response_bytes: 2 << 30,
             tile_read_limit_bytes: 256 << 20,
             wms_max_size: 4096,
+            edr_max_polygon_vertices: 10_000,
             compress_max_bytes: 16 << 20,
             request_timeout_secs: 60.0,
             store_timeout_secs: 30.0,
@@ -321,6 +324,12 @@ impl Config {
         }
         if self.wms_max_size == 0 {
             return Err("invalid wms_max_size 0: expected at least 1".into());
+        }
+        if self.edr_max_polygon_vertices < 3 {
+            return Err(format!(
+                "invalid edr_max_polygon_vertices {}: expected at least 3",
+                self.edr_max_polygon_vertices
+            ));
         }
         for (name, n) in [
             ("store_max_concurrent_requests", self.store_max_concurrent_requests),

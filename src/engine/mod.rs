@@ -34,7 +34,7 @@ pub use format::metadata::{ArrayMetadata, NodeMetadata};
 pub(crate) use format::metadata_v2::{
     codecs_document as v2_codecs_document, data_type_document as v2_data_type_document,
 };
-pub use format::time::{TimeUnit, Unit, NAT};
+pub use format::time::{epoch_seconds, format_epoch_seconds, TimeUnit, Unit, NAT};
 pub use format::{codec, copy, values, vlen};
 pub(crate) use query::cf::attribute_number;
 pub use query::geo;
@@ -44,7 +44,7 @@ pub use query::plan::{ReadOptions, ReadPlan};
 pub use query::selection::{SelectValue, Selection};
 pub use read::cache::{CacheOptions, CacheStats, Caches};
 pub use read::coordinate::{CoordinateValues, LabelColumn, ResultDimension};
-pub use read::geo::{GeoVariable, Raster, RasterPlacement};
+pub use read::geo::{CellRead, GeoVariable, Raster, RasterPlacement};
 pub use read::hierarchy::{Child, Dataset};
 pub use read::resources::{ResourceOptions, Resources};
 pub use read::{ReadQuery, Versions};

@@ -4,6 +4,7 @@
 mod conditional;
 mod dap2;
 mod data;
+mod edr;
 mod encoders;
 mod explorer;
 mod format;
@@ -58,6 +59,7 @@ pub struct AppState {
     max_response_bytes: u64,
     tile_read_limit_bytes: u64,
     wms_max_size: u32,
+    edr_max_polygon_vertices: u32,
     /// Default colour ranges of map variables, kept for `metadata_ttl`.
     tile_ranges: moka::future::Cache<String, Option<(f64, f64)>>,
     /// DAP2 datasets of groups, kept for `metadata_ttl`.
@@ -96,6 +98,7 @@ impl AppState {
             max_response_bytes: config.max_response_bytes,
             tile_read_limit_bytes: config.tile_read_limit_bytes,
             wms_max_size: config.wms_max_size,
+            edr_max_polygon_vertices: config.edr_max_polygon_vertices,
             dap_models: moka::future::Cache::builder()
                 .max_capacity(1_000)
                 .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
@@ -201,6 +204,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .merge(tiles::routes())
         .merge(wms::routes())
         .merge(dap2::routes())
+        .merge(edr::routes())
 }
 
 /// A response body of what a streaming task sends on `rx`; an error
@@ -505,6 +509,19 @@ pub async fn serve(
             tracing::warn!("in-flight requests did not finish within {grace:?}; exiting");
             Ok(())
         }
+    }
+}
+
+/// The URL of `path` on this server as the request reached it.
+pub(super) fn absolute(headers: &HeaderMap, path: &str) -> String {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("http");
+    match host {
+        Some(host) => format!("{proto}://{host}{path}"),
+        None => path.to_string(),
     }
 }
 

@@ -175,6 +175,18 @@ fn year_text(year: i128) -> String {
 /// Nanoseconds in a day.
 pub(crate) const DAY_NS: i128 = 86_400_000_000_000;
 
+/// ISO 8601 text of an instant given in seconds since 1970-01-01T00:00 UTC
+/// (`None` when it is not finite).
+pub fn format_epoch_seconds(seconds: f64) -> Option<String> {
+    (seconds.is_finite() && seconds.abs() < 1e15).then(|| format_instant((seconds * 1e9).round() as i128))
+}
+
+/// Seconds since 1970-01-01T00:00 UTC of ISO 8601 text (`None` when it
+/// is not an instant).
+pub fn epoch_seconds(text: &str) -> Option<f64> {
+    parse_instant(text).map(|ns| ns as f64 / 1e9)
+}
+
 /// ISO 8601 text of an instant given in nanoseconds since 1970-01-01T00:00
 /// UTC: `2020-01-05T12:00:00`, with as many fraction digits as it needs.
 pub(crate) fn format_instant(ns: i128) -> String {

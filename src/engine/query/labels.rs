@@ -168,7 +168,7 @@ impl Coordinate {
     }
 
     /// The labels as numbers, when they are plain numbers.
-    pub(crate) fn numbers(&self) -> Option<&[f64]> {
+    pub fn numbers(&self) -> Option<&[f64]> {
         match &self.labels {
             Labels::Numbers(v) => Some(v),
             _ => None,
@@ -176,7 +176,7 @@ impl Coordinate {
     }
 
     /// Whether the labels are instants (datetimes or CF time units).
-    pub(crate) fn is_time(&self) -> bool {
+    pub fn is_time(&self) -> bool {
         matches!(self.labels, Labels::Instants(_))
     }
 
@@ -261,6 +261,27 @@ impl Coordinate {
                 Ok(self.range(&lo, &hi))
             }
         }
+    }
+
+    /// The positions whose labels lie between `lo` and `hi` (inclusive;
+    /// either may be open), in stored order.
+    pub fn within(&self, lo: Option<&Label>, hi: Option<&Label>) -> Result<Vec<u64>> {
+        if let Some(time) = &self.time {
+            time.check_calendar(&self.name)?;
+        }
+        let lo = lo.map(|l| self.parse(l)).transpose()?;
+        let hi = hi.map(|l| self.parse(l)).transpose()?;
+        let keep = |k: &Key| {
+            lo.as_ref()
+                .is_none_or(|lo| k.partial_cmp(lo).is_some_and(|o| o != Ordering::Less))
+                && hi
+                    .as_ref()
+                    .is_none_or(|hi| k.partial_cmp(hi).is_some_and(|o| o != Ordering::Greater))
+        };
+        Ok((0..self.len())
+            .filter(|&i| self.key(i).is_some_and(|k| keep(&k)))
+            .map(|i| i as u64)
+            .collect())
     }
 
     /// The position of one label.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::engine::error::{Error, Result};
 use crate::engine::format::values::real_values;
 use crate::engine::query::geo::{multiscales, CellAxis, Crs, CrsSources, DimInfo, GeoGrid, Sampling};
-use crate::engine::query::labels::LabelQuery;
+use crate::engine::query::labels::{Coordinate, LabelQuery};
 use crate::engine::query::node::{Coordinates, Node};
 use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::{DimSelection, Selection};
@@ -384,4 +384,117 @@ fn regular(axis: &CellAxis, sel: &DimSelection, what: &str) -> Result<(f64, f64)
         )));
     }
     Ok((centre(0) - step / 2.0, step))
+}
+
+/// A read of a geo variable's cells for a query (EDR): a window of the
+/// grid, and the T and Z positions (every one when `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRead {
+    /// The columns, in order.
+    pub cols: Vec<u64>,
+    /// The rows, in order.
+    pub rows: Vec<u64>,
+    /// T positions, in order.
+    pub times: Option<Vec<u64>>,
+    /// Z positions, in order.
+    pub levels: Option<Vec<u64>>,
+}
+
+impl GeoVariable {
+    /// The coordinate of dimension `dim`, if it has one.
+    pub fn coordinate(&self, dim: usize) -> Option<&Coordinate> {
+        self.coordinates.get(dim).and_then(|c| c.as_deref())
+    }
+
+    /// The selection of `read`: its window, T and Z positions, the first
+    /// index of any other dimension.
+    fn cell_selection(&self, read: &CellRead) -> Result<Selection> {
+        let rank = self.node.array()?.shape.len();
+        let list = |list: &[u64]| match list {
+            [first, .., last] if list.windows(2).all(|w| w[1] == w[0] + 1) => format!("{first}:{}", last + 1),
+            [one] => format!("{one}:{}", one + 1),
+            _ => format!("[{}]", list.iter().map(u64::to_string).collect::<Vec<_>>().join(",")),
+        };
+        let positions = |p: &Option<Vec<u64>>| p.as_deref().map_or(":".to_string(), list);
+        let items: Vec<String> = (0..rank)
+            .map(|d| match d {
+                d if d == self.grid.x_dim => list(&read.cols),
+                d if d == self.grid.y_dim => list(&read.rows),
+                d if Some(d) == self.grid.t_dim => positions(&read.times),
+                d if Some(d) == self.grid.z_dim => positions(&read.levels),
+                _ => "0".to_string(),
+            })
+            .collect();
+        Selection::parse(&items.join(","))
+    }
+
+    /// The dimensions a cell read keeps, in the order T, Z, Y, X.
+    fn cell_axes(&self) -> Vec<usize> {
+        [
+            self.grid.t_dim,
+            self.grid.z_dim,
+            Some(self.grid.y_dim),
+            Some(self.grid.x_dim),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+impl Dataset {
+    /// Plan the CF-decoded read of `read` from `var`.
+    pub async fn plan_cells(&self, var: &GeoVariable, read: &CellRead) -> Result<ReadPlan> {
+        let query = ReadQuery {
+            selection: var.cell_selection(read)?,
+            labels: LabelQuery::default(),
+            decode_cf: true,
+        };
+        self.plan_query(&var.node.path, &query).await
+    }
+
+    /// The values a plan of [`Dataset::plan_cells`] reads, ordered T, Z,
+    /// Y, X (those the variable has), NaN where missing.
+    pub async fn read_cells(&self, var: &GeoVariable, plan: &ReadPlan) -> Result<(Vec<f64>, Versions)> {
+        let (data, versions) = self.read_all(plan).await?;
+        let values = real_values(plan.data_type(), &data)?;
+        let shape = plan.output_shape();
+        // The kept dimensions in array order, and where each goes.
+        let mut kept: Vec<usize> = var.cell_axes();
+        kept.sort_unstable();
+        let order: Vec<usize> = var
+            .cell_axes()
+            .iter()
+            .map(|d| kept.iter().position(|k| k == d).unwrap_or(0))
+            .collect();
+        Ok((transpose(&values, &shape, &order), versions))
+    }
+}
+
+/// `values` of C-order `shape`, with its axes put in `order` (output axis
+/// `k` is input axis `order[k]`).
+fn transpose(values: &[f64], shape: &[u64], order: &[usize]) -> Vec<f64> {
+    if order.iter().enumerate().all(|(k, &d)| k == d) || shape.len() != order.len() {
+        return values.to_vec();
+    }
+    let rank = shape.len();
+    let mut strides = vec![1u64; rank];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    let out_shape: Vec<u64> = order.iter().map(|&d| shape[d]).collect();
+    let mut out = Vec::with_capacity(values.len());
+    let mut index = vec![0u64; rank];
+    for _ in 0..values.len() {
+        let at: u64 = (0..rank).map(|k| index[k] * strides[order[k]]).sum();
+        out.push(values[at as usize]);
+        for k in (0..rank).rev() {
+            index[k] += 1;
+            if index[k] < out_shape[k] {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+    out
 }

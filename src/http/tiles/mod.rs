@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
 use super::query::TileQuery;
-use super::{ApiError, AppState};
+use super::{absolute, ApiError, AppState};
 use crate::encode::png::png_picture;
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
 use crate::engine::labels::LabelQuery;
@@ -164,19 +164,6 @@ async fn tilejson(
         doc["attribution"] = json!(attribution);
     }
     Ok(Json(doc))
-}
-
-/// The URL of `path` on this server as the request reached it.
-fn absolute(headers: &HeaderMap, path: &str) -> String {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let proto = headers
-        .get("x-forwarded-proto")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("http");
-    match host {
-        Some(host) => format!("{proto}://{host}{path}"),
-        None => path.to_string(),
-    }
 }
 
 /// The `source` or `institution` attribute of the variable, else of its group.

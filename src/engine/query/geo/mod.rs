@@ -16,6 +16,7 @@
 
 mod crs;
 pub mod multiscales;
+pub mod region;
 mod tile_matrix_set;
 
 use serde_json::Value;

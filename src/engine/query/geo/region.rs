@@ -1,0 +1,152 @@
+//! The cells of a grid inside a region (api.md 3.5): a polygon with holes
+//! (even–odd rule on cell centres), a circle of great-circle radius, a
+//! bounding box. Regions are in CRS84 degrees; a cell is tested at its
+//! centre's longitude and latitude, its longitude also a turn either way,
+//! so grids in 0..360 and regions written past ±180 meet.
+
+use super::{Crs, GeoGrid};
+
+/// The Earth's mean radius (IUGG), in kilometres.
+pub const MEAN_EARTH_RADIUS_KM: f64 = 6371.0088;
+
+/// A window of a grid (its columns west to east, a window across the
+/// antimeridian wrapping round; its rows in order) and, row by row,
+/// whether each of its cells is in the region.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellWindow {
+    /// The columns.
+    pub cols: Vec<u64>,
+    /// The rows.
+    pub rows: Vec<u64>,
+    /// Per cell of the window, row-major: inside the region.
+    pub inside: Vec<bool>,
+}
+
+/// Whether (`x`, `y`) is inside the polygon of `rings` (an outer ring and
+/// its holes, or several polygons' rings): the even–odd rule, so a point
+/// in a hole is outside.
+pub fn in_rings(rings: &[Vec<(f64, f64)>], x: f64, y: f64) -> bool {
+    let mut inside = false;
+    for ring in rings {
+        let n = ring.len();
+        for i in 0..n {
+            let (xi, yi) = ring[i];
+            let (xj, yj) = ring[(i + n - 1) % n];
+            if (yi > y) != (yj > y) && x < (xj - xi) * (y - yi) / (yj - yi) + xi {
+                inside = !inside;
+            }
+        }
+    }
+    inside
+}
+
+/// The great-circle distance in kilometres between two points in degrees
+/// (haversine, on a sphere of the Earth's mean radius).
+pub fn great_circle_km((lon1, lat1): (f64, f64), (lon2, lat2): (f64, f64)) -> f64 {
+    let (p1, p2) = (lat1.to_radians(), lat2.to_radians());
+    let (dp, dl) = ((lat2 - lat1).to_radians(), (lon2 - lon1).to_radians());
+    let a = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * MEAN_EARTH_RADIUS_KM * a.sqrt().min(1.0).asin()
+}
+
+impl GeoGrid {
+    /// The cells whose centres satisfy `inside(lon, lat)`, looked for
+    /// among those whose centres lie in `[west, south, east, north]`
+    /// (CRS84; west may exceed east across the antimeridian); `None`
+    /// when there is none.
+    pub fn cells_within(&self, bbox: [f64; 4], inside: impl Fn(f64, f64) -> bool) -> Option<CellWindow> {
+        let [west, south, east, north] = bbox;
+        let in_lon = |lon: f64| {
+            [lon, lon + 360.0, lon - 360.0].iter().any(|&l| match west <= east {
+                true => (west..=east).contains(&l),
+                false => l >= west || l <= east,
+            })
+        };
+        let (nx, ny) = (self.x.len() as u64, self.y.len() as u64);
+        let mut found: Vec<(u64, u64)> = Vec::new();
+        match &self.crs {
+            Crs::Crs84 => {
+                let cols: Vec<u64> = (0..nx).filter(|&c| in_lon(self.x.centre(c))).collect();
+                let rows = (0..ny).filter(|&r| (south..=north).contains(&self.y.centre(r)));
+                for r in rows {
+                    let lat = self.y.centre(r);
+                    for &c in &cols {
+                        let lon = self.x.centre(c);
+                        if [lon, lon + 360.0, lon - 360.0].iter().any(|&l| inside(l, lat)) {
+                            found.push((c, r));
+                        }
+                    }
+                }
+            }
+            Crs::Projected(p) => {
+                for r in 0..ny {
+                    for c in 0..nx {
+                        let Some((lon, lat)) = p.inverse(self.x.centre(c), self.y.centre(r)) else {
+                            continue;
+                        };
+                        let near = in_lon(lon) && (south..=north).contains(&lat);
+                        if near && [lon, lon + 360.0, lon - 360.0].iter().any(|&l| inside(l, lat)) {
+                            found.push((c, r));
+                        }
+                    }
+                }
+            }
+        }
+        if found.is_empty() {
+            return None;
+        }
+        let mut cols: Vec<u64> = found.iter().map(|f| f.0).collect();
+        cols.sort_unstable();
+        cols.dedup();
+        // Every column between the first and last found, or, when the
+        // found ones wrap round the antimeridian, those that do.
+        let wraps = self.crs == Crs::Crs84 && self.x.extent().1 - self.x.extent().0 >= 359.0;
+        let cols: Vec<u64> = match wraps {
+            false => (cols[0]..=cols[cols.len() - 1]).collect(),
+            true => {
+                let gap = cols.windows(2).enumerate().max_by_key(|(_, w)| w[1] - w[0]);
+                let wrap_gap = cols[0] + nx - cols[cols.len() - 1];
+                match gap {
+                    Some((i, w)) if w[1] - w[0] > wrap_gap => (cols[i + 1]..nx).chain(0..=cols[i]).collect(),
+                    _ => (cols[0]..=cols[cols.len() - 1]).collect(),
+                }
+            }
+        };
+        let r0 = found.iter().map(|f| f.1).min()?;
+        let r1 = found.iter().map(|f| f.1).max()?;
+        let rows: Vec<u64> = (r0..=r1).collect();
+        let width = cols.len();
+        let mut at_column = vec![0usize; nx as usize];
+        for (k, &c) in cols.iter().enumerate() {
+            at_column[c as usize] = k;
+        }
+        let mut mask = vec![false; width * rows.len()];
+        for (c, r) in found {
+            mask[(r - r0) as usize * width + at_column[c as usize]] = true;
+        }
+        Some(CellWindow {
+            cols,
+            rows,
+            inside: mask,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holes_are_outside_and_distances_are_great_circles() {
+        let outer = vec![(0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0), (0.0, 0.0)];
+        let hole = vec![(4.0, 4.0), (6.0, 4.0), (6.0, 6.0), (4.0, 6.0)];
+        let rings = vec![outer, hole];
+        assert!(in_rings(&rings, 1.0, 1.0));
+        assert!(!in_rings(&rings, 5.0, 5.0));
+        assert!(!in_rings(&rings, 11.0, 5.0));
+        // A quarter of the equator, and one degree of latitude.
+        let quarter = great_circle_km((0.0, 0.0), (90.0, 0.0));
+        assert!((quarter - MEAN_EARTH_RADIUS_KM * std::f64::consts::FRAC_PI_2).abs() < 1e-6);
+        assert!((great_circle_km((10.0, 50.0), (10.0, 51.0)) - 111.195).abs() < 0.01);
+    }
+}

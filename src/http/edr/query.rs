@@ -1,0 +1,613 @@
+//! An EDR query: its parameters checked, its geometry turned into grid
+//! cells, and those cells read CF-decoded through the engine, every
+//! variable the same way. The size is checked before anything is read.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use super::output::{self, Format};
+use super::wkt::{self, Geometry, Vertex};
+use super::{find_collection, Collection};
+use crate::engine::geo::region::{great_circle_km, in_rings, CellWindow};
+use crate::engine::geo::GeoGrid;
+use crate::engine::labels::{Label, Method};
+use crate::engine::{CellRead, Dataset, Error, GeoVariable, Versions};
+use crate::http::{ApiError, AppState};
+
+/// What was read: the parameters, the T and Z labels, and the values at
+/// the query's places.
+pub(super) struct Extract {
+    pub(super) vars: Vec<GeoVariable>,
+    /// The selected time steps (ISO 8601), when the variables have a T axis.
+    pub(super) times: Option<Vec<String>>,
+    /// The selected levels, when they have a Z axis.
+    pub(super) levels: Option<Vec<f64>>,
+    pub(super) shape: Shape,
+    pub(super) versions: Versions,
+}
+
+/// Where the values are.
+pub(super) enum Shape {
+    /// Points (cell centres in CRS84): per variable, values `[point][t][z]`.
+    Points {
+        points: Vec<(f64, f64)>,
+        values: Vec<Vec<f64>>,
+    },
+    /// A window of the grid (centres in the grid's CRS, and in CRS84 per
+    /// cell): per variable, values `[t][z][y][x]`, NaN outside the region.
+    Grid {
+        xs: Vec<f64>,
+        ys: Vec<f64>,
+        inside: Vec<bool>,
+        values: Vec<Vec<f64>>,
+        grid: Arc<GeoGrid>,
+        window: CellWindow,
+    },
+    /// Steps along a trajectory: per step its centre, time and level
+    /// indices into `times` / `levels`; per variable a value per step.
+    Trajectory { steps: Vec<Step>, values: Vec<Vec<f64>> },
+}
+
+/// One step of a trajectory.
+pub(super) struct Step {
+    pub(super) x: f64,
+    pub(super) y: f64,
+    pub(super) t: Option<usize>,
+    pub(super) z: Option<usize>,
+}
+
+/// The query parameters EDR queries take.
+const KNOWN: [&str; 10] = [
+    "coords",
+    "bbox",
+    "within",
+    "within-units",
+    "datetime",
+    "z",
+    "parameter-name",
+    "parameter_names",
+    "crs",
+    "f",
+];
+
+/// The query string's parameters (the first of a repeated name wins).
+struct Params(HashMap<String, String>);
+
+impl Params {
+    fn parse(query: Option<&str>) -> Self {
+        let mut map = HashMap::new();
+        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            map.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+        }
+        Self(map)
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+}
+
+fn bad(text: impl Into<String>) -> ApiError {
+    ApiError::BadRequest(text.into())
+}
+
+/// `GET /v1/datasets/{ds}/edr/collections/{c}/{query}`.
+pub(super) async fn answer(
+    State(state): State<Arc<AppState>>,
+    Path((ds, c, query)): Path<(String, String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let dataset = state.dataset(&ds, &headers)?;
+    if !super::QUERIES.contains(&query.as_str()) {
+        return Err(ApiError::NotFound(format!(
+            "no EDR query '{query}' (queries: {})",
+            super::QUERIES.join(", ")
+        )));
+    }
+    let collection = find_collection(dataset, &ds, &c).await?;
+    let params = Params::parse(raw.as_deref());
+    if let Some(unknown) = params.0.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(bad(format!(
+            "unknown query parameter '{unknown}' (parameters: {})",
+            KNOWN.join(", ")
+        )));
+    }
+    let format = Format::named(params.get("f"), &query)?;
+    if let Some(crs) = params.get("crs") {
+        if !matches!(
+            crs.trim(),
+            "CRS84" | "OGC:CRS84" | "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+        ) {
+            return Err(bad(format!("crs '{crs}' is not served: the only CRS is CRS84")));
+        }
+    }
+    let vars = parameters(
+        &collection,
+        params.get("parameter-name").or(params.get("parameter_names")),
+    )?;
+    let grid = vars[0].grid.clone();
+    let times = times(&vars[0], params.get("datetime"))?;
+    let levels = levels(&vars[0], params.get("z"))?;
+    let request = Request {
+        dataset,
+        vars,
+        times,
+        levels,
+        limit: state.max_response_bytes,
+    };
+    let extract = match query.as_str() {
+        "position" => request.points(&grid, &points(&params, "position")?).await?,
+        "trajectory" => request.trajectory(&grid, &params).await?,
+        _ => {
+            let window = window(&grid, &query, &params, state.edr_max_polygon_vertices)?;
+            request.window(grid, window).await?
+        }
+    };
+    output::respond(format, &query, extract, &headers, &ds, &c)
+}
+
+/// The variables `names` picks (all when `None`); they must share one grid.
+fn parameters(c: &Collection, names: Option<&str>) -> Result<Vec<GeoVariable>, ApiError> {
+    let vars: Vec<GeoVariable> = match names {
+        None => c.vars.clone(),
+        Some(list) => list
+            .split(',')
+            .map(str::trim)
+            .map(|name| {
+                c.vars
+                    .iter()
+                    .find(|v| Collection::name(v) == name)
+                    .cloned()
+                    .ok_or_else(|| {
+                        let known: Vec<&str> = c.vars.iter().map(Collection::name).collect();
+                        bad(format!(
+                            "no parameter '{name}' in collection '{}' (parameters: {})",
+                            c.id,
+                            known.join(", ")
+                        ))
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let first = &vars[0];
+    let axis_len = |v: &GeoVariable, d: Option<usize>| d.and_then(|d| v.node.array().ok().map(|m| m.shape[d]));
+    for v in &vars[1..] {
+        let same = v.grid.x == first.grid.x
+            && v.grid.y == first.grid.y
+            && v.grid.crs == first.grid.crs
+            && axis_len(v, v.grid.t_dim) == axis_len(first, first.grid.t_dim)
+            && axis_len(v, v.grid.z_dim) == axis_len(first, first.grid.z_dim);
+        if !same {
+            return Err(bad(format!(
+                "parameters '{}' and '{}' lie on different grids: ask for them in separate queries",
+                Collection::name(first),
+                Collection::name(v)
+            )));
+        }
+    }
+    Ok(vars)
+}
+
+/// The T positions `datetime` picks (an instant: the nearest step;
+/// `a/b`, `../b`, `a/..`: the steps between), every one without it;
+/// `None` when the variable has no T axis.
+fn times(var: &GeoVariable, datetime: Option<&str>) -> Result<Option<Vec<u64>>, ApiError> {
+    let Some(t) = var.grid.t_dim else {
+        return match datetime {
+            Some(_) => Err(bad("datetime: this collection has no time axis")),
+            None => Ok(None),
+        };
+    };
+    let len = var.node.array()?.shape[t];
+    let Some(text) = datetime else {
+        return Ok(Some((0..len).collect()));
+    };
+    let coordinate = var
+        .coordinate(t)
+        .ok_or_else(|| bad("datetime: the time axis has no coordinate"))?;
+    let label = |s: &str| match s.trim() {
+        "" | ".." => None,
+        s => Some(Label::Text(s.to_string())),
+    };
+    let picked = match text.split_once('/') {
+        None => vec![coordinate.point(&Label::Text(text.trim().to_string()), Method::Nearest)?],
+        Some((a, b)) => coordinate.within(label(a).as_ref(), label(b).as_ref())?,
+    };
+    if picked.is_empty() {
+        return Err(bad(format!("datetime '{text}' holds no time step of this collection")));
+    }
+    Ok(Some(picked))
+}
+
+/// The Z positions `z` picks (a value: the nearest level; `a/b`: the
+/// levels between; a comma list: the nearest of each); every one without it.
+fn levels(var: &GeoVariable, z: Option<&str>) -> Result<Option<Vec<u64>>, ApiError> {
+    let Some(dim) = var.grid.z_dim else {
+        return match z {
+            Some(_) => Err(bad("z: this collection has no vertical axis")),
+            None => Ok(None),
+        };
+    };
+    let len = var.node.array()?.shape[dim];
+    let Some(text) = z else {
+        return Ok(Some((0..len).collect()));
+    };
+    let coordinate = var
+        .coordinate(dim)
+        .ok_or_else(|| bad("z: the vertical axis has no coordinate"))?;
+    let number = |s: &str| -> Result<Label, ApiError> {
+        s.trim()
+            .parse::<f64>()
+            .map(Label::Number)
+            .map_err(|_| bad(format!("z '{s}' is not a number")))
+    };
+    let picked = match text.split_once('/') {
+        Some((a, b)) => coordinate.within(Some(&number(a)?), Some(&number(b)?))?,
+        None => text
+            .split(',')
+            .map(|v| Ok(coordinate.point(&number(v)?, Method::Nearest)?))
+            .collect::<Result<Vec<u64>, ApiError>>()?,
+    };
+    if picked.is_empty() {
+        return Err(bad(format!("z '{text}' holds no level of this collection")));
+    }
+    Ok(Some(picked))
+}
+
+fn geometry(params: &Params) -> Result<Geometry, ApiError> {
+    let text = params.get("coords").ok_or_else(|| bad("coords (WKT) is required"))?;
+    wkt::parse(text).map_err(|e| bad(format!("coords: {e}")))
+}
+
+/// The points of `POINT` or `MULTIPOINT` coords.
+fn points(params: &Params, query: &str) -> Result<Vec<Vertex>, ApiError> {
+    match geometry(params)? {
+        Geometry::Point(p) => Ok(vec![p]),
+        Geometry::MultiPoint(ps) => Ok(ps),
+        other => Err(bad(format!(
+            "coords: a {query} query takes POINT or MULTIPOINT, not {}",
+            other.kind()
+        ))),
+    }
+}
+
+/// The cells of an `area`, `cube` or `radius` query.
+fn window(grid: &GeoGrid, query: &str, params: &Params, max_vertices: u32) -> Result<CellWindow, ApiError> {
+    let found = match query {
+        "cube" => {
+            let text = params.get("bbox").ok_or_else(|| bad("bbox is required"))?;
+            let v: Vec<f64> = text
+                .split(',')
+                .map(|n| n.trim().parse::<f64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad(format!("bbox '{text}' is not west,south,east,north")))?;
+            let [w, s, e, n] = match v.as_slice() {
+                [w, s, e, n] | [w, s, _, e, n, _] => [*w, *s, *e, *n],
+                _ => return Err(bad(format!("bbox '{text}' is not west,south,east,north"))),
+            };
+            if s > n {
+                return Err(bad(format!("bbox '{text}': south is north of north")));
+            }
+            grid.cells_within([w, s, e, n], |_, _| true)
+        }
+        "radius" => {
+            let points = points(params, "radius")?;
+            let within = params.get("within").ok_or_else(|| bad("within is required"))?;
+            let within: f64 = within
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| *v >= 0.0 && v.is_finite())
+                .ok_or_else(|| bad(format!("within '{within}' is not a distance")))?;
+            let km = match params
+                .get("within-units")
+                .unwrap_or("km")
+                .trim()
+                .to_ascii_lowercase()
+                .as_str()
+            {
+                "km" => within,
+                "m" => within / 1000.0,
+                "mi" => within * 1.609_344,
+                other => return Err(bad(format!("within-units '{other}': use km, m or mi"))),
+            };
+            let centres: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.y)).collect();
+            let dlat = km / 111.0;
+            let (mut w, mut s, mut e, mut n) = (180.0f64, 90.0f64, -180.0f64, -90.0f64);
+            for &(x, y) in &centres {
+                let dlon = dlat / y.to_radians().cos().max(1e-6);
+                (w, e) = (w.min(x - dlon), e.max(x + dlon));
+                (s, n) = (s.min(y - dlat), n.max(y + dlat));
+            }
+            let bbox = match n >= 90.0 || s <= -90.0 || e - w >= 360.0 {
+                true => [-540.0, s.max(-90.0), 540.0, n.min(90.0)],
+                false => [w, s, e, n],
+            };
+            grid.cells_within(bbox, |lon, lat| {
+                centres.iter().any(|&c| great_circle_km(c, (lon, lat)) <= km)
+            })
+        }
+        _ => {
+            let rings: Vec<Vec<(f64, f64)>> = match geometry(params)? {
+                Geometry::Polygon(p) => p,
+                Geometry::MultiPolygon(ps) => ps.into_iter().flatten().collect(),
+                other => {
+                    return Err(bad(format!(
+                        "coords: an area query takes POLYGON or MULTIPOLYGON, not {}",
+                        other.kind()
+                    )))
+                }
+            }
+            .into_iter()
+            .map(|ring| ring.iter().map(|v| (v.x, v.y)).collect())
+            .collect();
+            let vertices: usize = rings.iter().map(Vec::len).sum();
+            if vertices > max_vertices as usize {
+                return Err(bad(format!(
+                    "coords: the polygon has {vertices} vertices, more than edr_max_polygon_vertices = {max_vertices}"
+                )));
+            }
+            let all = rings.iter().flatten();
+            let (w, e) = all
+                .clone()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
+            let (s, n) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
+            grid.cells_within([w, s, e, n], |lon, lat| in_rings(&rings, lon, lat))
+        }
+    };
+    found.ok_or_else(|| outside(grid, &format!("the {query} query's region holds no cell centre")))
+}
+
+/// 400 naming the collection's extent.
+fn outside(grid: &GeoGrid, what: &str) -> ApiError {
+    let [w, s, e, n] = grid.bounds();
+    bad(format!(
+        "{what} of the collection, whose extent is [{w}, {s}, {e}, {n}] (west, south, east, north; CRS84)"
+    ))
+}
+
+/// The cell of point `p`, or 400 naming the extent.
+fn cell_of(grid: &GeoGrid, p: &Vertex) -> Result<(u64, u64), ApiError> {
+    match grid.cell(p.x, p.y) {
+        (Some(col), Some(row)) => Ok((col, row)),
+        _ => Err(outside(grid, &format!("POINT({} {}) is outside the extent", p.x, p.y))),
+    }
+}
+
+/// A query's reads.
+struct Request<'a> {
+    dataset: &'a Dataset,
+    vars: Vec<GeoVariable>,
+    times: Option<Vec<u64>>,
+    levels: Option<Vec<u64>>,
+    limit: u64,
+}
+
+impl Request<'_> {
+    fn steps(&self) -> u64 {
+        self.times.as_ref().map_or(1, |t| t.len() as u64) * self.levels.as_ref().map_or(1, |z| z.len() as u64)
+    }
+
+    /// 413 before any read when the values would exceed the limit
+    /// (8 bytes a decoded value, as a region read of them counts).
+    fn check(&self, cells: u64) -> Result<(), ApiError> {
+        let requested = cells * self.steps() * self.vars.len() as u64 * 8;
+        match requested > self.limit {
+            true => Err(ApiError::TooLarge {
+                requested,
+                limit: self.limit,
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// Read `read` of every variable; the values in T, Z, Y, X order.
+    async fn read(&self, read: &CellRead, versions: &mut Versions) -> Result<Vec<Vec<f64>>, Error> {
+        let mut out = Vec::with_capacity(self.vars.len());
+        for var in &self.vars {
+            let plan = self.dataset.plan_cells(var, read).await?;
+            let (values, v) = self.dataset.read_cells(var, &plan).await?;
+            versions.extend(v);
+            out.push(values);
+        }
+        Ok(out)
+    }
+
+    fn labels(&self) -> (Option<Vec<String>>, Option<Vec<f64>>) {
+        let var = &self.vars[0];
+        let times = self.times.as_ref().map(|ts| {
+            let c = var.grid.t_dim.and_then(|d| var.coordinate(d));
+            ts.iter()
+                .map(|&i| match c.map(|c| c.label_json(i)) {
+                    Some(label) => super::instant(&label),
+                    None => i.to_string(),
+                })
+                .collect()
+        });
+        let levels = self.levels.as_ref().map(|zs| {
+            let c = var.grid.z_dim.and_then(|d| var.coordinate(d)).and_then(|c| c.numbers());
+            zs.iter().map(|&i| c.map_or(i as f64, |v| v[i as usize])).collect()
+        });
+        (times, levels)
+    }
+
+    async fn points(self, grid: &GeoGrid, points: &[Vertex]) -> Result<Extract, ApiError> {
+        let cells: Vec<(u64, u64)> = points.iter().map(|p| cell_of(grid, p)).collect::<Result<_, _>>()?;
+        self.check(cells.len() as u64)?;
+        let mut versions = Versions::new();
+        let mut values = vec![Vec::new(); self.vars.len()];
+        let mut centres = Vec::with_capacity(cells.len());
+        for &(col, row) in &cells {
+            let read = CellRead {
+                cols: vec![col],
+                rows: vec![row],
+                times: self.times.clone(),
+                levels: self.levels.clone(),
+            };
+            for (v, got) in self.read(&read, &mut versions).await?.into_iter().enumerate() {
+                values[v].extend(got);
+            }
+            let (_, lonlat) = grid.centre(col, row);
+            centres.push(lonlat.map(wrap).unwrap_or((f64::NAN, f64::NAN)));
+        }
+        let (times, levels) = self.labels();
+        Ok(Extract {
+            vars: self.vars,
+            times,
+            levels,
+            shape: Shape::Points {
+                points: centres,
+                values,
+            },
+            versions,
+        })
+    }
+
+    async fn window(self, grid: Arc<GeoGrid>, window: CellWindow) -> Result<Extract, ApiError> {
+        self.check(window.inside.len() as u64)?;
+        let read = CellRead {
+            cols: window.cols.clone(),
+            rows: window.rows.clone(),
+            times: self.times.clone(),
+            levels: self.levels.clone(),
+        };
+        let mut versions = Versions::new();
+        let mut values = self.read(&read, &mut versions).await?;
+        let cells = window.inside.len();
+        for v in &mut values {
+            for (k, value) in v.iter_mut().enumerate() {
+                if !window.inside[k % cells] {
+                    *value = f64::NAN;
+                }
+            }
+        }
+        let xs = window.cols.iter().map(|&c| grid.x.centre(c)).collect();
+        let ys = window.rows.iter().map(|&r| grid.y.centre(r)).collect();
+        let (times, levels) = self.labels();
+        Ok(Extract {
+            vars: self.vars,
+            times,
+            levels,
+            shape: Shape::Grid {
+                xs,
+                ys,
+                inside: window.inside.clone(),
+                values,
+                grid,
+                window,
+            },
+            versions,
+        })
+    }
+
+    async fn trajectory(mut self, grid: &GeoGrid, params: &Params) -> Result<Extract, ApiError> {
+        let vertices = match geometry(params)? {
+            Geometry::LineString(v) => v,
+            other => {
+                return Err(bad(format!(
+                    "coords: a trajectory query takes LINESTRING, not {}",
+                    other.kind()
+                )))
+            }
+        };
+        let var = self.vars[0].clone();
+        // M picks each vertex's instant (epoch seconds), Z its level.
+        let by_m = vertices.iter().any(|v| v.m.is_some());
+        let by_z = vertices.iter().any(|v| v.z.is_some()) && var.grid.z_dim.is_some();
+        if by_m && var.grid.t_dim.is_none() {
+            return Err(bad("coords: M values need a collection with a time axis"));
+        }
+        let mut plan = Vec::with_capacity(vertices.len());
+        for v in &vertices {
+            let cell = cell_of(grid, v)?;
+            let t = match (v.m, by_m) {
+                (Some(m), true) => Some(vec![nearest_instant(&var, m)?]),
+                (None, true) => return Err(bad("coords: every vertex needs an M value, or none")),
+                _ => self.times.clone(),
+            };
+            let z = match (v.z, by_z) {
+                (Some(z), true) => Some(vec![levels(&var, Some(&z.to_string()))?.unwrap_or_default()[0]]),
+                _ => self.levels.clone(),
+            };
+            plan.push((cell, t, z));
+        }
+        let per_vertex = plan
+            .iter()
+            .map(|(_, t, z)| t.as_ref().map_or(1, Vec::len) * z.as_ref().map_or(1, Vec::len));
+        let total: usize = per_vertex.sum();
+        let requested = total as u64 * self.vars.len() as u64 * 8;
+        if requested > self.limit {
+            return Err(ApiError::TooLarge {
+                requested,
+                limit: self.limit,
+            });
+        }
+        // The steps name positions in the union of times and levels read.
+        let mut all_t: Vec<u64> = plan.iter().flat_map(|p| p.1.clone().unwrap_or_default()).collect();
+        let mut all_z: Vec<u64> = plan.iter().flat_map(|p| p.2.clone().unwrap_or_default()).collect();
+        all_t.sort_unstable();
+        all_t.dedup();
+        all_z.sort_unstable();
+        all_z.dedup();
+        let mut versions = Versions::new();
+        let mut values = vec![Vec::new(); self.vars.len()];
+        let mut steps = Vec::new();
+        for ((col, row), t, z) in plan {
+            let read = CellRead {
+                cols: vec![col],
+                rows: vec![row],
+                times: t.clone(),
+                levels: z.clone(),
+            };
+            for (v, got) in self.read(&read, &mut versions).await?.into_iter().enumerate() {
+                values[v].extend(got);
+            }
+            let (_, lonlat) = grid.centre(col, row);
+            let (x, y) = lonlat.map(wrap).unwrap_or((f64::NAN, f64::NAN));
+            let ts: Vec<Option<usize>> = match &t {
+                Some(ts) => ts.iter().map(|i| all_t.iter().position(|a| a == i)).collect(),
+                None => vec![None],
+            };
+            let zs: Vec<Option<usize>> = match &z {
+                Some(zs) => zs.iter().map(|i| all_z.iter().position(|a| a == i)).collect(),
+                None => vec![None],
+            };
+            for &t in &ts {
+                for &z in &zs {
+                    steps.push(Step { x, y, t, z });
+                }
+            }
+        }
+        self.times = var.grid.t_dim.map(|_| all_t);
+        self.levels = var.grid.z_dim.map(|_| all_z);
+        let (times, levels) = self.labels();
+        Ok(Extract {
+            vars: self.vars,
+            times,
+            levels,
+            shape: Shape::Trajectory { steps, values },
+            versions,
+        })
+    }
+}
+
+/// The time step nearest an instant given in seconds since 1970-01-01 UTC.
+fn nearest_instant(var: &GeoVariable, seconds: f64) -> Result<u64, ApiError> {
+    let t = var.grid.t_dim.ok_or_else(|| bad("coords: M values need a time axis"))?;
+    let coordinate = var
+        .coordinate(t)
+        .ok_or_else(|| bad("coords: the time axis has no coordinate"))?;
+    let iso = crate::engine::format_epoch_seconds(seconds)
+        .ok_or_else(|| bad(format!("coords: M value {seconds} is not an instant")))?;
+    Ok(coordinate.point(&Label::Text(iso), Method::Nearest)?)
+}
+
+/// Longitude in −180..180.
+fn wrap((lon, lat): (f64, f64)) -> (f64, f64) {
+    ((lon + 180.0).rem_euclid(360.0) - 180.0, lat)
+}

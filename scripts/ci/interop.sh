@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
 ensure_fixtures
-cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test formats
+cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test formats --test edr
 step "interop: the service over HTTP: zarr-python through the passthrough, numpy.load, schemathesis"
 ensure_server_binary
 start_server "$ZARR_FIXTURES/data.zarr"

@@ -633,7 +633,11 @@ fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
         (false, false) => vec![Attribute::text("standard_name", "projection_y_coordinate")],
     };
     coordinate(yn, ys, axis_attributes(false));
-    coordinate(xn, xs, axis_attributes(true));
+    let xs: Vec<f64> = match geographic {
+        true => xs.iter().map(|x| (x + 180.0).rem_euclid(360.0) - 180.0).collect(),
+        false => xs.clone(),
+    };
+    coordinate(xn, &xs, axis_attributes(true));
     let all_dims: Vec<usize> = (0..dims.len()).collect();
     let mut data_vars: Vec<(Variable, Bytes)> = extract
         .vars

@@ -151,46 +151,49 @@ pub(super) async fn answer(
     output::respond(format, &query, extract, &headers, &ds, &c)
 }
 
-/// The variables `names` picks (all when `None`); they must share one grid.
+/// The variables `names` picks, which must share one grid; without
+/// names, the first variable and every other on the same grid.
 fn parameters(c: &Collection, names: Option<&str>) -> Result<Vec<GeoVariable>, ApiError> {
-    let vars: Vec<GeoVariable> = match names {
-        None => c.vars.clone(),
-        Some(list) => list
-            .split(',')
-            .map(str::trim)
-            .map(|name| {
-                c.vars
-                    .iter()
-                    .find(|v| Collection::name(v) == name)
-                    .cloned()
-                    .ok_or_else(|| {
-                        let known: Vec<&str> = c.vars.iter().map(Collection::name).collect();
-                        bad(format!(
-                            "no parameter '{name}' in collection '{}' (parameters: {})",
-                            c.id,
-                            known.join(", ")
-                        ))
-                    })
-            })
-            .collect::<Result<_, _>>()?,
+    let Some(list) = names else {
+        let first = &c.vars[0];
+        return Ok(c.vars.iter().filter(|v| same_grid(first, v)).cloned().collect());
     };
-    let first = &vars[0];
-    let axis_len = |v: &GeoVariable, d: Option<usize>| d.and_then(|d| v.node.array().ok().map(|m| m.shape[d]));
-    for v in &vars[1..] {
-        let same = v.grid.x == first.grid.x
-            && v.grid.y == first.grid.y
-            && v.grid.crs == first.grid.crs
-            && axis_len(v, v.grid.t_dim) == axis_len(first, first.grid.t_dim)
-            && axis_len(v, v.grid.z_dim) == axis_len(first, first.grid.z_dim);
-        if !same {
-            return Err(bad(format!(
-                "parameters '{}' and '{}' lie on different grids: ask for them in separate queries",
-                Collection::name(first),
-                Collection::name(v)
-            )));
-        }
+    let vars: Vec<GeoVariable> = list
+        .split(',')
+        .map(str::trim)
+        .map(|name| {
+            c.vars
+                .iter()
+                .find(|v| Collection::name(v) == name)
+                .cloned()
+                .ok_or_else(|| {
+                    let known: Vec<&str> = c.vars.iter().map(Collection::name).collect();
+                    bad(format!(
+                        "no parameter '{name}' in collection '{}' (parameters: {})",
+                        c.id,
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    if let Some(other) = vars.iter().find(|v| !same_grid(&vars[0], v)) {
+        return Err(bad(format!(
+            "parameters '{}' and '{}' lie on different grids: ask for them in separate queries",
+            Collection::name(&vars[0]),
+            Collection::name(other)
+        )));
     }
     Ok(vars)
+}
+
+/// Whether two variables have the same cells, time steps and levels.
+fn same_grid(a: &GeoVariable, b: &GeoVariable) -> bool {
+    let axis_len = |v: &GeoVariable, d: Option<usize>| d.and_then(|d| v.node.array().ok().map(|m| m.shape[d]));
+    a.grid.x == b.grid.x
+        && a.grid.y == b.grid.y
+        && a.grid.crs == b.grid.crs
+        && axis_len(a, a.grid.t_dim) == axis_len(b, b.grid.t_dim)
+        && axis_len(a, a.grid.z_dim) == axis_len(b, b.grid.z_dim)
 }
 
 /// The T positions `datetime` picks (an instant: the nearest step;

@@ -7,9 +7,7 @@
 //! first and the read's slabs, rows in C order, are the image's strips as
 //! they arrive.
 
-use bytes::Bytes;
-
-use super::Encoder;
+use super::Raw;
 use crate::engine::DataType;
 
 /// About this many bytes a strip.
@@ -36,12 +34,6 @@ pub struct Epsg {
     pub code: u16,
     /// Whether it is geographic (else projected).
     pub geographic: bool,
-}
-
-/// The GeoTIFF encoder.
-pub struct GeoTiff {
-    head: Bytes,
-    length: u64,
 }
 
 /// A TIFF field type.
@@ -122,78 +114,73 @@ fn sample_format(data_type: DataType) -> Option<(u16, u16)> {
     })
 }
 
-impl GeoTiff {
-    /// A raster of `height` rows of `width` elements of `data_type`,
-    /// placed by `transform` in `crs`, `nodata` its missing value's text.
-    pub fn new(
-        data_type: DataType,
-        (height, width): (u64, u64),
-        transform: GeoTransform,
-        crs: Epsg,
-        nodata: Option<&str>,
-    ) -> Result<Self, String> {
-        let (format, bits) =
-            sample_format(data_type).ok_or_else(|| format!("a GeoTIFF cannot hold {} values", data_type.name()))?;
-        if height == 0 || width == 0 {
-            return Err(format!("the raster would be empty ({height} x {width})"));
-        }
-        let row_bytes = width * u64::from(bits / 8);
-        let data_bytes = height * row_bytes;
-        let rows_per_strip = (STRIP_BYTES / row_bytes).clamp(1, height);
-        let strips = height.div_ceil(rows_per_strip);
-        if data_bytes + strips * 8 + 4096 > u64::from(u32::MAX) {
-            return Err(format!(
-                "the GeoTIFF would be over 4 GiB ({data_bytes} bytes of data): select a smaller region"
-            ));
-        }
-        let mut entries = vec![
-            Entry::longs(256, &[width as u32]),
-            Entry::longs(257, &[height as u32]),
-            Entry::shorts(258, &[bits]),
-            Entry::shorts(259, &[1]),
-            Entry::shorts(262, &[1]),
-            Entry::longs(273, &vec![0; strips as usize]),
-            Entry::shorts(277, &[1]),
-            Entry::longs(278, &[rows_per_strip as u32]),
-            Entry::longs(
-                279,
-                &(0..strips)
-                    .map(|s| ((height - s * rows_per_strip).min(rows_per_strip) * row_bytes) as u32)
-                    .collect::<Vec<_>>(),
-            ),
-            Entry::shorts(284, &[1]),
-            Entry::shorts(339, &[format]),
-        ];
-        let GeoTransform { x0, dx, y0, dy } = transform;
-        if dy < 0.0 && dx > 0.0 {
-            entries.push(Entry::doubles(33550, &[dx, -dy, 0.0]));
-            entries.push(Entry::doubles(33922, &[0.0, 0.0, 0.0, x0, y0, 0.0]));
-        } else {
-            let matrix = [
-                dx, 0.0, 0.0, x0, 0.0, dy, 0.0, y0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0,
-            ];
-            entries.push(Entry::doubles(34264, &matrix));
-        }
-        let (model, crs_key) = match crs.geographic {
-            true => (2, 2048),
-            false => (1, 3072),
-        };
-        // GTModelType, GTRasterType (PixelIsArea), then the CRS's key.
-        entries.push(Entry::shorts(
-            34735,
-            &[1, 1, 0, 3, 1024, 0, 1, model, 1025, 0, 1, 1, crs_key, 0, 1, crs.code],
-        ));
-        if let Some(nodata) = nodata {
-            entries.push(Entry::ascii(42113, nodata));
-        }
-        let head = layout(&mut entries, row_bytes * rows_per_strip, strips);
-        Ok(Self {
-            length: head.len() as u64 + data_bytes,
-            head: Bytes::from(head),
-        })
+/// The GeoTIFF encoder (its header, then the elements as they are) of a
+/// raster of `height` rows of `width` elements of `data_type`,
+/// placed by `transform` in `crs`, `nodata` its missing value's text.
+pub fn geotiff(
+    data_type: DataType,
+    (height, width): (u64, u64),
+    transform: GeoTransform,
+    crs: Epsg,
+    nodata: Option<&str>,
+) -> Result<Raw, String> {
+    let (format, bits) =
+        sample_format(data_type).ok_or_else(|| format!("a GeoTIFF cannot hold {} values", data_type.name()))?;
+    if height == 0 || width == 0 {
+        return Err(format!("the raster would be empty ({height} x {width})"));
     }
+    let row_bytes = width * u64::from(bits / 8);
+    let data_bytes = height * row_bytes;
+    let rows_per_strip = (STRIP_BYTES / row_bytes).clamp(1, height);
+    let strips = height.div_ceil(rows_per_strip);
+    if data_bytes + strips * 8 + 4096 > u64::from(u32::MAX) {
+        return Err(format!(
+            "the GeoTIFF would be over 4 GiB ({data_bytes} bytes of data): select a smaller region"
+        ));
+    }
+    let mut entries = vec![
+        Entry::longs(256, &[width as u32]),
+        Entry::longs(257, &[height as u32]),
+        Entry::shorts(258, &[bits]),
+        Entry::shorts(259, &[1]),
+        Entry::shorts(262, &[1]),
+        Entry::longs(273, &vec![0; strips as usize]),
+        Entry::shorts(277, &[1]),
+        Entry::longs(278, &[rows_per_strip as u32]),
+        Entry::longs(
+            279,
+            &(0..strips)
+                .map(|s| ((height - s * rows_per_strip).min(rows_per_strip) * row_bytes) as u32)
+                .collect::<Vec<_>>(),
+        ),
+        Entry::shorts(284, &[1]),
+        Entry::shorts(339, &[format]),
+    ];
+    let GeoTransform { x0, dx, y0, dy } = transform;
+    if dy < 0.0 && dx > 0.0 {
+        entries.push(Entry::doubles(33550, &[dx, -dy, 0.0]));
+        entries.push(Entry::doubles(33922, &[0.0, 0.0, 0.0, x0, y0, 0.0]));
+    } else {
+        let matrix = [
+            dx, 0.0, 0.0, x0, 0.0, dy, 0.0, y0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+        ];
+        entries.push(Entry::doubles(34264, &matrix));
+    }
+    let (model, crs_key) = match crs.geographic {
+        true => (2, 2048),
+        false => (1, 3072),
+    };
+    // GTModelType, GTRasterType (PixelIsArea), then the CRS's key.
+    entries.push(Entry::shorts(
+        34735,
+        &[1, 1, 0, 3, 1024, 0, 1, model, 1025, 0, 1, 1, crs_key, 0, 1, crs.code],
+    ));
+    if let Some(nodata) = nodata {
+        entries.push(Entry::ascii(42113, nodata));
+    }
+    let head = layout(&mut entries, row_bytes * rows_per_strip, strips);
+    Ok(Raw::new(head, data_bytes))
 }
-
 /// Header, IFD and out-of-line values, padded so the image data (strips
 /// of `strip_bytes`, the last perhaps shorter) starts right after.
 fn layout(entries: &mut [Entry], strip_bytes: u64, strips: u64) -> Vec<u8> {
@@ -239,23 +226,11 @@ fn layout(entries: &mut [Entry], strip_bytes: u64, strips: u64) -> Vec<u8> {
     out
 }
 
-impl Encoder for GeoTiff {
-    fn head(&self) -> Bytes {
-        self.head.clone()
-    }
-
-    fn elements(&self, _start: u64, data: Bytes) -> Result<Bytes, String> {
-        Ok(data)
-    }
-
-    fn length(&self) -> Option<u64> {
-        Some(self.length)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode::Encoder;
+    use bytes::Bytes;
 
     fn decode(file: &[u8]) -> (tiff::decoder::DecodingResult, (u32, u32)) {
         let mut decoder = tiff::decoder::Decoder::new(std::io::Cursor::new(file)).unwrap();
@@ -277,7 +252,7 @@ mod tests {
             code: 4326,
             geographic: true,
         };
-        let tiff = GeoTiff::new(DataType::Float32, (height, width), transform, crs, Some("nan")).unwrap();
+        let tiff = geotiff(DataType::Float32, (height, width), transform, crs, Some("nan")).unwrap();
         let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let file = tiff.whole(Bytes::from(data)).unwrap();
         assert_eq!(tiff.length(), Some(file.len() as u64));
@@ -308,7 +283,7 @@ mod tests {
             code: 32633,
             geographic: false,
         };
-        let tiff = GeoTiff::new(DataType::Int16, (3, 2), transform, crs, None).unwrap();
+        let tiff = geotiff(DataType::Int16, (3, 2), transform, crs, None).unwrap();
         let values: Vec<i16> = vec![1, -2, 3, -4, 5, i16::MIN];
         let file = tiff
             .whole(Bytes::from(
@@ -324,7 +299,7 @@ mod tests {
             .into_f64_vec()
             .unwrap();
         assert_eq!(&matrix[..8], &[1000.0, 0.0, 0.0, 500_000.0, 0.0, 1000.0, 0.0, 0.0]);
-        assert!(GeoTiff::new(DataType::Complex64, (1, 1), transform, crs, None).is_err());
-        assert!(GeoTiff::new(DataType::UInt8, (0, 4), transform, crs, None).is_err());
+        assert!(geotiff(DataType::Complex64, (1, 1), transform, crs, None).is_err());
+        assert!(geotiff(DataType::UInt8, (0, 4), transform, crs, None).is_err());
     }
 }

@@ -10,7 +10,7 @@ use super::data::Answer;
 use super::format::Format;
 use super::problem::ApiError;
 use crate::encode::csv::Csv;
-use crate::encode::geotiff::{Epsg, GeoTiff, GeoTransform};
+use crate::encode::geotiff::{geotiff as geotiff_encoder, Epsg, GeoTransform};
 use crate::encode::json::Json;
 use crate::encode::netcdf::{self, Attribute, NcType, NetCdf, Variable};
 use crate::encode::npy::npy;
@@ -137,7 +137,7 @@ async fn netcdf(request: &EncoderRequest<'_>) -> Result<NetCdf, ApiError> {
     })
 }
 
-async fn geotiff(request: &EncoderRequest<'_>) -> Result<GeoTiff, ApiError> {
+async fn geotiff(request: &EncoderRequest<'_>) -> Result<Raw, ApiError> {
     let (answer, plan) = (request.answer, request.plan);
     if request.reduced {
         return Err(ApiError::BadRequest(
@@ -179,7 +179,7 @@ async fn geotiff(request: &EncoderRequest<'_>) -> Result<GeoTiff, ApiError> {
         false => nodata(answer.data_type, node.attributes(), &node.v2_fill_value()),
     };
     let shape = (answer.shape[0], answer.shape[1]);
-    GeoTiff::new(answer.data_type, shape, transform, crs, nodata.as_deref())
+    geotiff_encoder(answer.data_type, shape, transform, crs, nodata.as_deref())
         .map_err(|e| ApiError::BadRequest(format!("format=geotiff: {e}")))
 }
 

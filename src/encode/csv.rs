@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::json::{texts, write_element, Texts};
 use super::Encoder;
-use crate::engine::{DataType, LabelColumn, NAT};
+use crate::engine::{ColumnLabels, DataType, DimSelection, LabelColumn, NAT};
 
 /// Elements encoded at a time off the async workers.
 const PIECE_ELEMENTS: u64 = 1 << 18;
@@ -22,8 +22,8 @@ const PIECE_ELEMENTS: u64 = 1 << 18;
 pub struct Csv {
     data_type: DataType,
     shape: Vec<u64>,
-    /// Per label column: its result dimension and its cells' text.
-    columns: Vec<(usize, Vec<String>)>,
+    /// Per label column: its result dimension and its cells.
+    columns: Vec<(usize, Cells)>,
     header: Bytes,
 }
 
@@ -35,7 +35,13 @@ impl Csv {
         header.push(escape(name).into_owned());
         let columns = columns
             .into_iter()
-            .map(|c| (c.dim, c.labels.iter().map(label_text).collect()))
+            .map(|c| {
+                let cells = match c.labels {
+                    ColumnLabels::Labels(labels) => Cells::Text(labels.iter().map(label_text).collect()),
+                    ColumnLabels::Positions(sel) => Cells::Positions(sel),
+                };
+                (c.dim, cells)
+            })
             .collect();
         Self {
             data_type,
@@ -60,8 +66,8 @@ impl Csv {
         }
         let last = rank.saturating_sub(1);
         let inner = self.columns.iter().filter(|(dim, _)| *dim == last && rank > 0);
-        let inner: Vec<&Vec<String>> = inner.map(|(_, cells)| cells).collect();
-        let outer: Vec<&(usize, Vec<String>)> = self
+        let inner: Vec<&Cells> = inner.map(|(_, cells)| cells).collect();
+        let outer: Vec<&(usize, Cells)> = self
             .columns
             .iter()
             .filter(|(dim, _)| rank == 0 || *dim != last)
@@ -69,7 +75,7 @@ impl Csv {
         let prefix_of = |index: &[u64]| {
             let mut prefix = Vec::new();
             for (dim, cells) in &outer {
-                prefix.extend_from_slice(cells[index[*dim] as usize].as_bytes());
+                cells.write(&mut prefix, index[*dim]);
                 prefix.push(b',');
             }
             prefix
@@ -78,7 +84,7 @@ impl Csv {
         for k in 0..count as usize {
             out.extend_from_slice(&prefix);
             for cells in &inner {
-                out.extend_from_slice(cells[index[last] as usize].as_bytes());
+                cells.write(out, index[last]);
                 out.push(b',');
             }
             value(out, k);
@@ -137,6 +143,22 @@ impl Encoder for Csv {
 
     fn piece_elements(&self) -> Option<u64> {
         Some(PIECE_ELEMENTS)
+    }
+}
+
+/// A label column's cells: text, or positions written as they are needed.
+enum Cells {
+    Text(Vec<String>),
+    Positions(DimSelection),
+}
+
+impl Cells {
+    /// The cell of result position `k`.
+    fn write(&self, out: &mut Vec<u8>, k: u64) {
+        match self {
+            Cells::Text(cells) => out.extend_from_slice(cells[k as usize].as_bytes()),
+            Cells::Positions(sel) => out.extend_from_slice(itoa::Buffer::new().format(sel.index(k)).as_bytes()),
+        }
     }
 }
 
@@ -228,7 +250,7 @@ mod tests {
         LabelColumn {
             name: name.into(),
             dim,
-            labels,
+            labels: ColumnLabels::Labels(labels),
         }
     }
 

@@ -114,7 +114,7 @@ async fn region(
                 dataset,
                 plan: &plan,
                 answer: &answer,
-                reduced: reduction.is_some(),
+                reduction: reduction.as_ref(),
                 streamed,
             };
             Some(encoder_for(format, &request).await?)

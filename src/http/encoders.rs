@@ -16,15 +16,16 @@ use crate::encode::netcdf::{self, Attribute, NcType, NetCdf, Variable};
 use crate::encode::npy::npy;
 use crate::encode::{Encoder, Raw};
 use crate::engine::geo::Crs;
-use crate::engine::{DataType, Dataset, Error, LabelColumn, ReadPlan};
+use crate::engine::reduce::Reduction;
+use crate::engine::{ColumnLabels, DataType, Dataset, DimSelection, Error, LabelColumn, ReadPlan};
 
 /// What a format's encoder is made for.
 pub(super) struct EncoderRequest<'a> {
     pub(super) dataset: &'a Dataset,
     pub(super) plan: &'a ReadPlan,
     pub(super) answer: &'a Answer,
-    /// Whether the answer is a reduction of the plan's result.
-    pub(super) reduced: bool,
+    /// The reduction the answer is of the plan's result, if any.
+    pub(super) reduction: Option<&'a Reduction>,
     /// Whether the result will be streamed slab by slab.
     pub(super) streamed: bool,
 }
@@ -65,7 +66,7 @@ async fn csv(request: &EncoderRequest<'_>) -> Result<Csv, ApiError> {
         }
         let dim = answer.kept[..column.dim].iter().filter(|k| **k).count();
         let labels = match answer.coarsened[column.dim] {
-            true => (0..answer.shape[dim]).map(Value::from).collect(),
+            true => ColumnLabels::Positions(DimSelection::all(answer.shape[dim])),
             false => column.labels,
         };
         columns.push(LabelColumn { dim, labels, ..column });
@@ -112,7 +113,9 @@ async fn netcdf(request: &EncoderRequest<'_>) -> Result<NetCdf, ApiError> {
     }
     let node = plan.node();
     let attributes = node.attributes().cloned().unwrap_or_default();
-    let decoded = plan.cf_decoded() || request.reduced;
+    // Packing still describes stored values reduced by min, max or mean;
+    // a sum, spread or count is a new quantity without it.
+    let decoded = plan.cf_decoded() || request.reduction.is_some_and(|r| !r.keeps_packing());
     let result = Variable {
         name: name.to_string(),
         dims: (0..dims.len()).collect(),
@@ -131,15 +134,15 @@ async fn netcdf(request: &EncoderRequest<'_>) -> Result<NetCdf, ApiError> {
         .collect();
     let encoder = NetCdf::new(&dims, &globals, &coordinates, &result).map_err(Error::Internal)?;
     // A reduction is read whole and little-endian: swapped as it is encoded.
-    Ok(match request.reduced {
-        true => encoder.swapping(answer.data_type),
-        false => encoder,
+    Ok(match request.reduction {
+        Some(_) => encoder.swapping(answer.data_type),
+        None => encoder,
     })
 }
 
 async fn geotiff(request: &EncoderRequest<'_>) -> Result<Raw, ApiError> {
     let (answer, plan) = (request.answer, request.plan);
-    if request.reduced {
+    if request.reduction.is_some() {
         return Err(ApiError::BadRequest(
             "format=geotiff takes a region of a geo variable, not a reduction".into(),
         ));

@@ -286,6 +286,9 @@ impl Coordinate {
 
     /// The position of one label.
     pub fn point(&self, label: &Label, method: Method) -> Result<u64> {
+        if let Some(time) = &self.time {
+            time.check_calendar(&self.name)?;
+        }
         let key = self.parse(label)?;
         let found = match method {
             Method::Exact => self.exact(&key),

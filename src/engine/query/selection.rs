@@ -448,6 +448,22 @@ impl DimSelection {
         }
     }
 
+    /// The positions `0..len`.
+    pub fn all(len: u64) -> Self {
+        Self::strided(0, 1, len)
+    }
+
+    /// These positions, in order.
+    pub fn listed(positions: Vec<u64>) -> Self {
+        Self {
+            start: 0,
+            step: 1,
+            len: positions.len() as u64,
+            dropped: false,
+            list: Some(positions.into()),
+        }
+    }
+
     /// The `k`-th selected index.
     pub fn index(&self, k: u64) -> u64 {
         match &self.list {

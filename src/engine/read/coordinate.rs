@@ -11,7 +11,7 @@ use crate::engine::error::{Error, Result};
 use crate::engine::query::labels::{Coordinate, LabelQuery};
 use crate::engine::query::node::{Coordinates, Node};
 use crate::engine::query::plan::ReadPlan;
-use crate::engine::query::selection::Selection;
+use crate::engine::query::selection::{DimSelection, Selection};
 use crate::engine::read::hierarchy::Dataset;
 use crate::storage::join;
 
@@ -189,7 +189,17 @@ pub struct LabelColumn {
     /// The result dimension it labels.
     pub dim: usize,
     /// A label per position along it.
-    pub labels: Vec<Value>,
+    pub labels: ColumnLabels,
+}
+
+/// A column's labels: the coordinate's, or positions in the array (kept
+/// as a selection, not one value each: a long dimension costs nothing).
+#[derive(Debug, Clone)]
+pub enum ColumnLabels {
+    /// The coordinate's labels.
+    Labels(Vec<Value>),
+    /// Positions in the array.
+    Positions(DimSelection),
 }
 
 /// The values of a result dimension's coordinate at the result's
@@ -231,16 +241,16 @@ impl Dataset {
         let meta = plan.meta();
         let names = meta.dimension_names.as_deref();
         let coordinates = self.coordinates(plan.node()).await?;
-        let label = |d: usize, i: u64| match &coordinates[d] {
-            Some(c) => c.label_json(i),
-            None => Value::from(i),
+        let labels = |d: usize, sel: DimSelection| match &coordinates[d] {
+            Some(c) => ColumnLabels::Labels((0..sel.len).map(|k| c.label_json(sel.index(k))).collect()),
+            None => ColumnLabels::Positions(sel),
         };
         if let Some(points) = &plan.points {
             return Ok((0..meta.shape.len())
                 .map(|d| LabelColumn {
                     name: dimension_name(names, d),
                     dim: 0,
-                    labels: points.iter().map(|p| label(d, p[d])).collect(),
+                    labels: labels(d, DimSelection::listed(points.iter().map(|p| p[d]).collect())),
                 })
                 .collect());
         }
@@ -250,7 +260,7 @@ impl Dataset {
             .map(|(r, (d, sel))| LabelColumn {
                 name: dimension_name(names, d),
                 dim: r,
-                labels: (0..sel.len).map(|k| label(d, sel.index(k))).collect(),
+                labels: labels(d, sel.clone()),
             })
             .collect())
     }

@@ -588,7 +588,19 @@ fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
         return Err(ApiError::BadRequest("f=NetCDF answers area and cube queries".into()));
     };
     let geographic = grid.crs == Crs::Crs84;
-    let (xn, yn) = if geographic { ("lon", "lat") } else { ("x", "y") };
+    // The coordinates are named as the variables' dimensions are.
+    let var = &extract.vars[0];
+    let names = var.node.array()?.dimension_names.clone().unwrap_or_default();
+    let name = |d: Option<usize>, default: &str| {
+        d.and_then(|d| names.get(d).cloned().flatten())
+            .unwrap_or_else(|| default.to_string())
+    };
+    let (tn, zn) = (name(var.grid.t_dim, "time"), name(var.grid.z_dim, "z"));
+    let defaults = if geographic { ("lon", "lat") } else { ("x", "y") };
+    let (xn, yn) = (
+        name(Some(var.grid.x_dim), defaults.0),
+        name(Some(var.grid.y_dim), defaults.1),
+    );
     let mut dims: Vec<(String, u64)> = Vec::new();
     let mut whole: Vec<(Variable, Bytes)> = Vec::new();
     let doubles = |v: &[f64]| Bytes::from(v.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>());
@@ -608,7 +620,7 @@ fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
             .map(|t| crate::engine::epoch_seconds(t).unwrap_or(f64::NAN))
             .collect();
         coordinate(
-            "time",
+            &tn,
             &seconds,
             vec![
                 Attribute::text("units", "seconds since 1970-01-01 00:00:00"),
@@ -618,7 +630,7 @@ fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
         );
     }
     if let Some(levels) = &extract.levels {
-        coordinate("z", levels, vec![Attribute::text("positive", "up")]);
+        coordinate(&zn, levels, vec![Attribute::text("positive", "up")]);
     }
     let axis_attributes = |x: bool| match (geographic, x) {
         (true, true) => vec![
@@ -632,12 +644,12 @@ fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
         (false, true) => vec![Attribute::text("standard_name", "projection_x_coordinate")],
         (false, false) => vec![Attribute::text("standard_name", "projection_y_coordinate")],
     };
-    coordinate(yn, ys, axis_attributes(false));
+    coordinate(&yn, ys, axis_attributes(false));
     let xs: Vec<f64> = match geographic {
         true => xs.iter().map(|x| (x + 180.0).rem_euclid(360.0) - 180.0).collect(),
         false => xs.clone(),
     };
-    coordinate(xn, &xs, axis_attributes(true));
+    coordinate(&xn, &xs, axis_attributes(true));
     let all_dims: Vec<usize> = (0..dims.len()).collect();
     let mut data_vars: Vec<(Variable, Bytes)> = extract
         .vars

@@ -12,7 +12,7 @@ use axum::response::Response;
 use super::output::{self, Format};
 use super::wkt::{self, Geometry, Vertex};
 use super::{find_collection, Collection};
-use crate::engine::geo::region::{great_circle_km, in_rings, CellWindow};
+use crate::engine::geo::region::{great_circle_km, in_rings, CellWindow, MEAN_EARTH_RADIUS_KM};
 use crate::engine::geo::GeoGrid;
 use crate::engine::labels::{Label, Method};
 use crate::engine::{CellRead, Dataset, Error, GeoVariable, Versions};
@@ -144,7 +144,15 @@ pub(super) async fn answer(
         "position" => request.points(&grid, &points(&params, "position")?).await?,
         "trajectory" => request.trajectory(&grid, &params).await?,
         _ => {
-            let window = window(&grid, &query, &params, state.edr_max_polygon_vertices)?;
+            // The values of a cell: one per step of every parameter, 8 bytes each.
+            let cell_bytes = request.steps() * request.vars.len() as u64 * 8;
+            let limits = Limits {
+                cells: state.max_response_bytes / cell_bytes.max(1),
+                cell_bytes,
+                bytes: state.max_response_bytes,
+                vertices: state.edr_max_polygon_vertices,
+            };
+            let window = window(&grid, &query, &params, &limits)?;
             request.window(grid, window).await?
         }
     };
@@ -246,8 +254,10 @@ fn levels(var: &GeoVariable, z: Option<&str>) -> Result<Option<Vec<u64>>, ApiErr
     let number = |s: &str| -> Result<Label, ApiError> {
         s.trim()
             .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
             .map(Label::Number)
-            .map_err(|_| bad(format!("z '{s}' is not a number")))
+            .ok_or_else(|| bad(format!("z '{s}' is not a number")))
     };
     let picked = match text.split_once('/') {
         Some((a, b)) => coordinate.within(Some(&number(a)?), Some(&number(b)?))?,
@@ -279,8 +289,20 @@ fn points(params: &Params, query: &str) -> Result<Vec<Vertex>, ApiError> {
     }
 }
 
-/// The cells of an `area`, `cube` or `radius` query.
-fn window(grid: &GeoGrid, query: &str, params: &Params, max_vertices: u32) -> Result<CellWindow, ApiError> {
+/// How far a region query may reach.
+struct Limits {
+    /// Most cells to look at (`max_response_bytes` over a cell's bytes).
+    cells: u64,
+    cell_bytes: u64,
+    bytes: u64,
+    /// `edr_max_polygon_vertices`.
+    vertices: u32,
+}
+
+/// The cells of an `area`, `cube` or `radius` query; 413 when the region
+/// spans more cells than the limit allows, before any is looked at.
+fn window(grid: &GeoGrid, query: &str, params: &Params, limits: &Limits) -> Result<CellWindow, ApiError> {
+    let max_vertices = limits.vertices;
     let found = match query {
         "cube" => {
             let text = params.get("bbox").ok_or_else(|| bad("bbox is required"))?;
@@ -296,7 +318,7 @@ fn window(grid: &GeoGrid, query: &str, params: &Params, max_vertices: u32) -> Re
             if s > n {
                 return Err(bad(format!("bbox '{text}': south is north of north")));
             }
-            grid.cells_within([w, s, e, n], |_, _| true)
+            grid.cells_within([w, s, e, n], limits.cells, |_, _| true)
         }
         "radius" => {
             let points = points(params, "radius")?;
@@ -320,18 +342,24 @@ fn window(grid: &GeoGrid, query: &str, params: &Params, max_vertices: u32) -> Re
                 other => return Err(bad(format!("within-units '{other}': use km, m or mi"))),
             };
             let centres: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.y)).collect();
-            let dlat = km / 111.0;
+            // The circle's reach: its angle r in latitude; in longitude
+            // asin(sin r / cos lat), all the way round when that is 1 or more.
+            let r = km / MEAN_EARTH_RADIUS_KM;
+            let dlat = r.to_degrees() * 1.000_001;
             let (mut w, mut s, mut e, mut n) = (180.0f64, 90.0f64, -180.0f64, -90.0f64);
+            let mut round = false;
             for &(x, y) in &centres {
-                let dlon = dlat / y.to_radians().cos().max(1e-6);
+                let reach = r.sin() / y.to_radians().cos();
+                round |= reach >= 1.0 || reach.is_nan();
+                let dlon = reach.min(1.0).asin().to_degrees() * 1.000_001;
                 (w, e) = (w.min(x - dlon), e.max(x + dlon));
                 (s, n) = (s.min(y - dlat), n.max(y + dlat));
             }
-            let bbox = match n >= 90.0 || s <= -90.0 || e - w >= 360.0 {
+            let bbox = match round || n >= 90.0 || s <= -90.0 || e - w >= 360.0 {
                 true => [-540.0, s.max(-90.0), 540.0, n.min(90.0)],
                 false => [w, s, e, n],
             };
-            grid.cells_within(bbox, |lon, lat| {
+            grid.cells_within(bbox, limits.cells, |lon, lat| {
                 centres.iter().any(|&c| great_circle_km(c, (lon, lat)) <= km)
             })
         }
@@ -360,9 +388,13 @@ fn window(grid: &GeoGrid, query: &str, params: &Params, max_vertices: u32) -> Re
                 .clone()
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
             let (s, n) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
-            grid.cells_within([w, s, e, n], |lon, lat| in_rings(&rings, lon, lat))
+            grid.cells_within([w, s, e, n], limits.cells, |lon, lat| in_rings(&rings, lon, lat))
         }
     };
+    let found = found.map_err(|cells| ApiError::TooLarge {
+        requested: cells * limits.cell_bytes,
+        limit: limits.bytes,
+    })?;
     found.ok_or_else(|| outside(grid, &format!("the {query} query's region holds no cell centre")))
 }
 

@@ -202,6 +202,12 @@ impl Reduction {
             .collect()
     }
 
+    /// Whether the reduction's values keep the units and packing of its
+    /// input (min, max, mean), so packing attributes still apply.
+    pub fn keeps_packing(&self) -> bool {
+        matches!(self.op, Op::Min | Op::Max | Op::Mean)
+    }
+
     /// The output shape (reduced axes removed).
     pub fn output_shape(&self) -> Vec<u64> {
         self.out_lengths()

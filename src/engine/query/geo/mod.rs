@@ -110,6 +110,7 @@ const DEGREES_NORTH: [&str; 5] = ["degrees_north", "degree_north", "degrees_N", 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellAxis {
     edges: Vec<f64>,
+    centres: Vec<f64>,
     descending: bool,
 }
 
@@ -130,6 +131,7 @@ impl CellAxis {
         Ok(Self {
             descending: centres[1] < centres[0],
             edges,
+            centres: centres.to_vec(),
         })
     }
 
@@ -164,14 +166,19 @@ impl CellAxis {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// The widest cell.
+    pub fn largest_cell(&self) -> f64 {
+        self.edges.windows(2).map(|w| (w[1] - w[0]).abs()).fold(0.0, f64::max)
+    }
+
     /// Edge `i` (`0..=len`): cell `i` lies between edges `i` and `i + 1`.
     pub fn edge(&self, i: u64) -> f64 {
         self.edges[i as usize]
     }
 
-    /// The centre of cell `i`.
+    /// The centre of cell `i`: its coordinate.
     pub fn centre(&self, i: u64) -> f64 {
-        (self.edges[i as usize] + self.edges[i as usize + 1]) / 2.0
+        self.centres[i as usize]
     }
 }
 

@@ -52,9 +52,15 @@ pub fn great_circle_km((lon1, lat1): (f64, f64), (lon2, lat2): (f64, f64)) -> f6
 impl GeoGrid {
     /// The cells whose centres satisfy `inside(lon, lat)`, looked for
     /// among those whose centres lie in `[west, south, east, north]`
-    /// (CRS84; west may exceed east across the antimeridian); `None`
-    /// when there is none.
-    pub fn cells_within(&self, bbox: [f64; 4], inside: impl Fn(f64, f64) -> bool) -> Option<CellWindow> {
+    /// (CRS84; west may exceed east across the antimeridian); `Ok(None)`
+    /// when there is none. More than `max_cells` cells to look at is
+    /// `Err` with their number, before any is looked at.
+    pub fn cells_within(
+        &self,
+        bbox: [f64; 4],
+        max_cells: u64,
+        inside: impl Fn(f64, f64) -> bool,
+    ) -> Result<Option<CellWindow>, u64> {
         let [west, south, east, north] = bbox;
         let in_lon = |lon: f64| {
             [lon, lon + 360.0, lon - 360.0].iter().any(|&l| match west <= east {
@@ -63,37 +69,41 @@ impl GeoGrid {
             })
         };
         let (nx, ny) = (self.x.len() as u64, self.y.len() as u64);
-        let mut found: Vec<(u64, u64)> = Vec::new();
-        match &self.crs {
-            Crs::Crs84 => {
-                let cols: Vec<u64> = (0..nx).filter(|&c| in_lon(self.x.centre(c))).collect();
-                let rows = (0..ny).filter(|&r| (south..=north).contains(&self.y.centre(r)));
-                for r in rows {
-                    let lat = self.y.centre(r);
-                    for &c in &cols {
-                        let lon = self.x.centre(c);
-                        if [lon, lon + 360.0, lon - 360.0].iter().any(|&l| inside(l, lat)) {
-                            found.push((c, r));
-                        }
-                    }
-                }
-            }
+        let (cols, rows): (Vec<u64>, Vec<u64>) = match &self.crs {
+            Crs::Crs84 => (
+                (0..nx).filter(|&c| in_lon(self.x.centre(c))).collect(),
+                (0..ny)
+                    .filter(|&r| (south..=north).contains(&self.y.centre(r)))
+                    .collect(),
+            ),
             Crs::Projected(p) => {
-                for r in 0..ny {
-                    for c in 0..nx {
-                        let Some((lon, lat)) = p.inverse(self.x.centre(c), self.y.centre(r)) else {
-                            continue;
-                        };
-                        let near = in_lon(lon) && (south..=north).contains(&lat);
-                        if near && [lon, lon + 360.0, lon - 360.0].iter().any(|&l| inside(l, lat)) {
-                            found.push((c, r));
-                        }
-                    }
+                let (xs, ys) = self.projected_candidates(p, bbox);
+                (
+                    (0..nx).filter(|&c| xs.contains(&self.x.centre(c))).collect(),
+                    (0..ny).filter(|&r| ys.contains(&self.y.centre(r))).collect(),
+                )
+            }
+        };
+        let candidates = cols.len() as u64 * rows.len() as u64;
+        if candidates > max_cells {
+            return Err(candidates);
+        }
+        let lonlat = |c: u64, r: u64| match &self.crs {
+            Crs::Crs84 => Some((self.x.centre(c), self.y.centre(r))),
+            Crs::Projected(p) => p.inverse(self.x.centre(c), self.y.centre(r)),
+        };
+        let mut found: Vec<(u64, u64)> = Vec::new();
+        for &r in &rows {
+            for &c in &cols {
+                let Some((lon, lat)) = lonlat(c, r) else { continue };
+                let near = in_lon(lon) && (south..=north).contains(&lat);
+                if near && [lon, lon + 360.0, lon - 360.0].iter().any(|&l| inside(l, lat)) {
+                    found.push((c, r));
                 }
             }
         }
         if found.is_empty() {
-            return None;
+            return Ok(None);
         }
         let mut cols: Vec<u64> = found.iter().map(|f| f.0).collect();
         cols.sort_unstable();
@@ -112,8 +122,8 @@ impl GeoGrid {
                 }
             }
         };
-        let r0 = found.iter().map(|f| f.1).min()?;
-        let r1 = found.iter().map(|f| f.1).max()?;
+        let r0 = found.iter().map(|f| f.1).min().unwrap_or(0);
+        let r1 = found.iter().map(|f| f.1).max().unwrap_or(0);
         let rows: Vec<u64> = (r0..=r1).collect();
         let width = cols.len();
         let mut at_column = vec![0usize; nx as usize];
@@ -124,11 +134,40 @@ impl GeoGrid {
         for (c, r) in found {
             mask[(r - r0) as usize * width + at_column[c as usize]] = true;
         }
-        Some(CellWindow {
+        Ok(Some(CellWindow {
             cols,
             rows,
             inside: mask,
-        })
+        }))
+    }
+
+    /// The projected x and y ranges (a cell wider each way) of a CRS84
+    /// box, from points along its outline; the whole grid when the outline
+    /// does not project or the box holds a pole or goes all the way round.
+    fn projected_candidates(
+        &self,
+        p: &super::Projection,
+        [west, south, east, north]: [f64; 4],
+    ) -> (std::ops::RangeInclusive<f64>, std::ops::RangeInclusive<f64>) {
+        let everything = (f64::NEG_INFINITY..=f64::INFINITY, f64::NEG_INFINITY..=f64::INFINITY);
+        let east = if east < west { east + 360.0 } else { east };
+        if east - west >= 360.0 || north >= 90.0 || south <= -90.0 {
+            return everything;
+        }
+        const STEPS: usize = 64;
+        let along = |a: f64, b: f64| (0..=STEPS).map(move |i| a + (b - a) * i as f64 / STEPS as f64);
+        let outline = along(west, east)
+            .flat_map(|lon| [(lon, south), (lon, north)])
+            .chain(along(south, north).flat_map(|lat| [(west, lat), (east, lat)]));
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+        for (lon, lat) in outline {
+            let Some((x, y)) = p.forward(lon, lat) else {
+                return everything;
+            };
+            (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+        }
+        let (dx, dy) = (self.x.largest_cell(), self.y.largest_cell());
+        (x0 - dx..=x1 + dx, y0 - dy..=y1 + dy)
     }
 }
 

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::geo::{dataset, write_array};
+use common::geo::{dataset, empty_group, write_array};
 use common::{client, config, fixtures, manifest, Server};
 use serde_json::{json, Value};
 
@@ -478,12 +478,7 @@ async fn etags_head_and_tokens() {
 async fn large_bodies_stream_every_element_in_order() {
     // 3 x 1024 x 1024 float32 (12 MiB decoded): more than is answered
     // from memory, in slabs of the engine's read.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("zarr.json"),
-        r#"{"zarr_format": 3, "node_type": "group"}"#,
-    )
-    .unwrap();
+    let dir = empty_group();
     let n = 3 * 1024 * 1024;
     let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
     write_array(
@@ -576,12 +571,7 @@ async fn names_with_dots_repeated_and_clashing_dimensions() {
 
 #[tokio::test]
 async fn ascii_streams_rows_across_slabs() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("zarr.json"),
-        r#"{"zarr_format": 3, "node_type": "group"}"#,
-    )
-    .unwrap();
+    let dir = empty_group();
     // 300 x 7 int16, read in slabs of 64 KiB: rows split between slabs
     // when the slab dimension is the last one (a 1-D read).
     let values: Vec<i16> = (0..2100).map(|v| v as i16 - 1000).collect();

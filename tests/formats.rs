@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::geo::{dataset, write_array, LATS, LONS};
+use common::geo::{dataset, empty_group, write_array, LATS, LONS};
 use common::{client, config, fixtures, manifest, Server};
 use serde_json::{json, Value};
 
@@ -271,12 +271,7 @@ async fn netcdf_files_carry_coordinates_and_attributes() {
 #[tokio::test]
 async fn large_results_stream_in_every_format() {
     // 3 x 1024 x 1024 float32 (12 MiB decoded), read in slabs of 1 MiB.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("zarr.json"),
-        r#"{"zarr_format": 3, "node_type": "group"}"#,
-    )
-    .unwrap();
+    let dir = empty_group();
     let n = 3 * 1024 * 1024;
     let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
     write_array(

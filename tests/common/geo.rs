@@ -38,6 +38,17 @@ pub fn write_array(
     std::fs::write(key, data).unwrap();
 }
 
+/// A temporary directory holding an empty Zarr v3 root group.
+pub fn empty_group() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "group"}"#,
+    )
+    .unwrap();
+    dir
+}
+
 pub fn f64s(v: &[f64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }

@@ -182,7 +182,7 @@ fn values_axis(values: Vec<Value>) -> Value {
 }
 
 /// The referencing of x/y in `crs`, and of t and z when present.
-fn referencing(crs: &Crs, times: bool, levels: bool, composite: bool) -> Vec<Referencing> {
+fn referencing(crs: &Crs, times: bool, levels: bool) -> Vec<Referencing> {
     let mut out = vec![Referencing {
         coordinates: vec!["x", "y"],
         system: match crs {
@@ -202,7 +202,6 @@ fn referencing(crs: &Crs, times: bool, levels: bool, composite: bool) -> Vec<Ref
             system: json!({"type": "VerticalCRS", "cs": {"csAxes": [{"name": {"en": "level"}, "direction": "up"}]}}),
         });
     }
-    let _ = composite;
     out
 }
 
@@ -249,7 +248,6 @@ fn coverage_json(extract: &Extract) -> Value {
                     (false, true) => (Some("VerticalProfile"), vec!["z"], vec![nz]),
                     (true, true) => (None, vec!["t", "z"], vec![nt, nz]),
                 };
-            let crs = &extract.vars[0].grid.crs;
             let coverages: Vec<Coverage> = points
                 .iter()
                 .enumerate()
@@ -276,14 +274,13 @@ fn coverage_json(extract: &Extract) -> Value {
                             kind: "Domain",
                             domain_type,
                             axes,
-                            referencing: referencing(&Crs::Crs84, nt > 0, nz > 0, false),
+                            referencing: referencing(&Crs::Crs84, nt > 0, nz > 0),
                         },
                         parameters: None,
                         ranges,
                     }
                 })
                 .collect();
-            let _ = crs;
             match coverages.len() {
                 1 => {
                     let mut one = coverages.into_iter().next().expect("one coverage");
@@ -294,7 +291,7 @@ fn coverage_json(extract: &Extract) -> Value {
                     kind: "CoverageCollection",
                     domain_type,
                     parameters: parameters(extract),
-                    referencing: referencing(&Crs::Crs84, nt > 0, nz > 0, false),
+                    referencing: referencing(&Crs::Crs84, nt > 0, nz > 0),
                     coverages,
                 })
                 .expect("JSON"),
@@ -334,7 +331,7 @@ fn coverage_json(extract: &Extract) -> Value {
                     kind: "Domain",
                     domain_type: Some("Grid"),
                     axes,
-                    referencing: referencing(&grid.crs, nt > 0, nz > 0, false),
+                    referencing: referencing(&grid.crs, nt > 0, nz > 0),
                 },
                 parameters: Some(parameters(extract)),
                 ranges,
@@ -371,16 +368,7 @@ fn coverage_json(extract: &Extract) -> Value {
                 "composite".into(),
                 json!({"dataType": "tuple", "coordinates": coordinates, "values": tuples}),
             );
-            let mut refs = vec![Referencing {
-                coordinates: vec!["x", "y"],
-                system: json!({"type": "GeographicCRS", "id": super::CRS84}),
-            }];
-            if nt > 0 {
-                refs.push(Referencing {
-                    coordinates: vec!["t"],
-                    system: json!({"type": "TemporalRS", "calendar": "Gregorian"}),
-                });
-            }
+            let refs = referencing(&Crs::Crs84, nt > 0, nz > 0);
             let ranges = names()
                 .zip(values)
                 .map(|(name, v)| (name, nd_array(vec!["composite"], vec![steps.len()], v)))

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::buffer_pool::BufferPool;
 use crate::engine::{CacheOptions, ReadOptions, ResourceOptions};
-use crate::storage::StoreOptions;
+use crate::storage::{StoreOptions, VirtualContainer};
 
 /// `zarr-serve [PATH] [--config FILE] [--listen ADDR:PORT] [--dataset NAME=URL]...`
 #[derive(Debug, Parser)]
@@ -54,6 +54,47 @@ pub struct DatasetConfig {
     /// Backend options (endpoint, region, allow_http, ...).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
+    /// URL prefixes that Icechunk virtual chunks and kerchunk references
+    /// may be read from (nothing else is fetched).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub virtual_chunk_containers: Vec<VirtualChunkContainer>,
+}
+
+/// An item of `virtual_chunk_containers`: a URL prefix, or a table with
+/// the prefix and the object_store options of its store.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum VirtualChunkContainer {
+    /// `"s3://bucket/archive/"`
+    Prefix(String),
+    /// `{url_prefix = "...", options = {...}}`
+    Table(ContainerTable),
+}
+
+/// The table form of a virtual chunk container.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerTable {
+    /// The URL prefix.
+    pub url_prefix: String,
+    /// object_store options of the prefix's store.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+}
+
+impl VirtualChunkContainer {
+    fn to_store(&self) -> VirtualContainer {
+        match self {
+            Self::Prefix(p) => VirtualContainer {
+                url_prefix: p.clone(),
+                options: None,
+            },
+            Self::Table(t) => VirtualContainer {
+                url_prefix: t.url_prefix.clone(),
+                options: Some(t.options.clone()),
+            },
+        }
+    }
 }
 
 /// The whole configuration; every key may be set as `ZARR_SERVE_<KEY>`.
@@ -379,6 +420,12 @@ impl Config {
             coalesce_gap: self.coalesce_gap_bytes,
             backend: dataset.options.clone(),
             buffers,
+            containers: dataset
+                .virtual_chunk_containers
+                .iter()
+                .map(VirtualChunkContainer::to_store)
+                .collect(),
+            ref_ttl: Duration::from_secs_f64(self.metadata_ttl_secs),
         }
     }
 
@@ -414,6 +461,7 @@ impl DatasetConfig {
             description: None,
             token: None,
             options: BTreeMap::new(),
+            virtual_chunk_containers: Vec::new(),
         }
     }
 
@@ -499,6 +547,48 @@ mod tests {
         for (args, env, needle) in cases {
             let err = load(args, env).unwrap_err();
             assert!(err.contains(needle), "{args:?} {env:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn virtual_chunk_containers_take_prefixes_and_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            r#"
+[datasets.era5]
+url = "icechunk+s3://bucket/era5"
+virtual_chunk_containers = [
+  "s3://archive/netcdf/",
+  {url_prefix = "https://data.example/files/", options = {timeout = "5s"}},
+]
+"#,
+        )
+        .unwrap();
+        let c = Config::from_file(&path).unwrap();
+        let options = c.store_options(&c.datasets["era5"], Arc::default());
+        assert_eq!(
+            options.containers,
+            [
+                VirtualContainer {
+                    url_prefix: "s3://archive/netcdf/".into(),
+                    options: None
+                },
+                VirtualContainer {
+                    url_prefix: "https://data.example/files/".into(),
+                    options: Some(BTreeMap::from([("timeout".into(), "5s".into())]))
+                },
+            ]
+        );
+        for bad in [
+            r#"{prefix = "s3://a/"}"#,
+            r#"{url_prefix = "s3://a/", option = {}}"#,
+            "3",
+        ] {
+            let text = format!("[datasets.x]\nurl = \"/x\"\nvirtual_chunk_containers = [{bad}]\n");
+            std::fs::write(&path, text).unwrap();
+            assert!(Config::from_file(&path).is_err(), "{bad}");
         }
     }
 

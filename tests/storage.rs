@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use object_store::memory::InMemory;
-use object_store::{ObjectStore, PutPayload};
+use object_store::{ObjectStoreExt, PutPayload};
 use zarr_serve::storage::{ByteRange, Store, StoreError, StoreOptions};
 
 /// The fixture hierarchy on local disk: the reference for every backend.

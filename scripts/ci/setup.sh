@@ -51,7 +51,7 @@ if [ ! -x "$VENV_DAP/bin/python" ]; then
   [ -n "$PY312" ] || { echo "need Python 3.12 for the DAP2 clients (set PYTHON312)"; exit 1; }
   "$PY312" -m venv "$VENV_DAP"
 fi
-"$VENV_DAP/bin/pip" install -q --disable-pip-version-check -r tests/dap/requirements.txt
+"$VENV_DAP/bin/pip" install -q --disable-pip-version-check -r tests/dap/requirements.txt -r tests/icechunk/requirements.txt
 
 # openapi-python-client, to check that a generated client calls the API.
 VENV3=${ZS_VENV_OPENAPI:-$ROOT/.venv-openapi}

@@ -75,7 +75,7 @@ async fn region(
     method: &Method,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(ds, headers)?;
+    let dataset = &state.dataset(ds, headers).await?;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let plan = dataset.plan_query(path, &query.read).await?;
     let reduction = query
@@ -414,7 +414,7 @@ fn etag_for(dataset: &Dataset, plan: &ReadPlan, reduction: &str, format: Format,
     let selection = format!("{}|{reduction}", plan.selection_key());
     let node = plan.node();
     let mut parts: Vec<&[u8]> = vec![
-        dataset.name.as_bytes(),
+        dataset.scope.as_bytes(),
         node.path.as_bytes(),
         node.etag.as_deref().unwrap_or("").as_bytes(),
         selection.as_bytes(),

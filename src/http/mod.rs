@@ -116,14 +116,19 @@ impl AppState {
         }))
     }
 
-    /// The dataset `name`, if the request may read it.
-    fn dataset(&self, name: &str, headers: &HeaderMap) -> Result<&Dataset, ApiError> {
+    /// The dataset a URL names (`name`, or `name@ref` for a version of an
+    /// Icechunk repository), if the request may read it.
+    async fn dataset(&self, addressed: &str, headers: &HeaderMap) -> Result<Dataset, ApiError> {
+        let (name, version) = match addressed.split_once('@') {
+            Some((name, version)) => (name, Some(version)),
+            None => (addressed, None),
+        };
         let served = self
             .datasets
             .get(name)
             .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
         check_token(served.token.as_deref(), headers)?;
-        Ok(&served.dataset)
+        Ok(served.dataset.at(version).await?)
     }
 
     /// The datasets this request may read (an unknown token sees what an
@@ -168,6 +173,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/v1/datasets/{ds}/nodes", get(nodes::root_node))
         .route("/v1/datasets/{ds}/nodes/", get(nodes::root_node))
         .route("/v1/datasets/{ds}/nodes/{*path}", get(nodes::node))
+        .route("/v1/datasets/{ds}/refs", get(nodes::refs))
         .route_layer(middleware::from_fn(no_query_parameters));
     let data = Router::new()
         .route(
@@ -353,15 +359,47 @@ fn cors(origins: &[String]) -> CorsLayer {
 /// Routes whose successful answers may be cached for `cache_max_age_secs`.
 const CACHEABLE_PREFIX: &str = "/v1/datasets";
 
-/// `Cache-Control: max-age=N` on successful and 304 answers of the dataset
-/// routes (data, nodes, listings, passthrough, the v2 view).
-fn cache_control(state: &AppState, cacheable: bool, mut response: Response) -> Response {
+/// How long a successful answer may be cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caching {
+    /// Not said.
+    Unsaid,
+    /// `cache_max_age_secs`
+    MaxAge,
+    /// For good: the answer reads a tag or a snapshot, which never change.
+    Immutable,
+}
+
+/// The caching of a request path: a dataset route is cached for
+/// `max-age`, or for good when it names a tag or a snapshot (`ds@tag.v1`),
+/// but the ref listing, which changes with every commit, never is.
+fn caching(path: &str) -> Caching {
+    let Some(rest) = path.strip_prefix(CACHEABLE_PREFIX) else {
+        return Caching::Unsaid;
+    };
+    let mut segments = rest.trim_start_matches('/').split('/');
+    let dataset = percent_encoding::percent_decode_str(segments.next().unwrap_or_default()).decode_utf8_lossy();
+    let immutable = dataset
+        .split_once('@')
+        .and_then(|(_, v)| crate::storage::Version::parse(v).ok())
+        .is_some_and(|v| v.is_immutable());
+    if immutable && segments.next() != Some("refs") {
+        Caching::Immutable
+    } else {
+        Caching::MaxAge
+    }
+}
+
+/// `Cache-Control` on successful and 304 answers of the dataset routes
+/// (data, nodes, listings, passthrough, the v2 view, the protocols).
+fn cache_control(state: &AppState, caching: Caching, mut response: Response) -> Response {
     let status = response.status();
-    if cacheable && (status.is_success() || status == axum::http::StatusCode::NOT_MODIFIED) {
-        response
-            .headers_mut()
-            .entry(header::CACHE_CONTROL)
-            .or_insert(state.cache_control.clone());
+    if caching != Caching::Unsaid && (status.is_success() || status == axum::http::StatusCode::NOT_MODIFIED) {
+        let value = match caching {
+            Caching::Immutable => HeaderValue::from_static("public, max-age=31536000, immutable"),
+            _ => state.cache_control.clone(),
+        };
+        response.headers_mut().entry(header::CACHE_CONTROL).or_insert(value);
     }
     response
 }
@@ -429,14 +467,14 @@ fn size_limits(request: &Request) -> Result<(), ApiError> {
 /// log around the size limits, the handler, `Cache-Control`, the ETag of a
 /// compressed representation and problem+json for rejections.
 async fn every_request(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let cacheable = request.uri().path().starts_with(CACHEABLE_PREFIX);
+    let caching = caching(request.uri().path());
     let line = request_line(&request);
     let answer = async {
         let response = match size_limits(&request) {
             Ok(()) => next.run(request).await,
             Err(rejection) => rejection.into_response(),
         };
-        problem_for_rejections(etag_per_coding(cache_control(&state, cacheable, response))).await
+        problem_for_rejections(etag_per_coding(cache_control(&state, caching, response))).await
     };
     timeout_and_record(&state, line, answer).await
 }

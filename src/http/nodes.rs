@@ -71,9 +71,33 @@ pub(super) async fn node(
     document(&state, &ds, &path, &headers).await
 }
 
+/// `GET /v1/datasets/{ds}/refs`: the branches and tags of an Icechunk
+/// repository, each with the snapshot it names now.
+pub(super) async fn refs(
+    State(state): State<Arc<AppState>>,
+    Path(ds): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let dataset = &state.dataset(&ds, &headers).await?;
+    require_json(&headers)?;
+    if !dataset.store().is_versioned() {
+        return Err(ApiError::BadRequest(format!(
+            "dataset '{ds}' is not an Icechunk repository: it has no refs"
+        )));
+    }
+    let refs = dataset.store().refs().await?;
+    let list = |refs: &[(String, String)]| -> Vec<Value> {
+        refs.iter()
+            .map(|(name, snapshot)| json!({"name": name, "snapshot": snapshot}))
+            .collect()
+    };
+    let body = json!({"branches": list(&refs.branches), "tags": list(&refs.tags)});
+    Ok(json_response(Bytes::from(body.to_string()), &headers))
+}
+
 /// The node document, rendered once per cached node.
 async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let dataset = state.dataset(ds, headers)?;
+    let dataset = &state.dataset(ds, headers).await?;
     require_json(headers)?;
     let body = document_bytes(dataset, path).await?;
     Ok(json_response(body, headers))

@@ -65,7 +65,7 @@ pub(super) async fn get(
     if let Some(prefix) = key.strip_suffix('/') {
         return super::view::zarr_listing(&state, &ds, prefix, &method, &headers).await;
     }
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     validate_key(&key).map_err(ApiError::BadRequest)?;
     let store = dataset.store();
     let not_found = || ApiError::NotFound(format!("no key '{key}' in dataset '{ds}'"));

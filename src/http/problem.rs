@@ -79,7 +79,11 @@ impl ApiError {
         match self {
             ApiError::Engine(E::NotFound(_)) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Engine(E::InvalidRequest(_)) | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Engine(E::Store(StoreError::InvalidKey(_))) => StatusCode::BAD_REQUEST,
+            ApiError::Engine(E::Store(StoreError::InvalidKey(_) | StoreError::BadVersion(_))) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::Engine(E::Store(StoreError::UnknownVersion(_))) => StatusCode::NOT_FOUND,
+            ApiError::Engine(E::Store(StoreError::Forbidden(_))) => StatusCode::FORBIDDEN,
             ApiError::Engine(E::Unsupported(_)) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Engine(E::Corrupt { .. }) => StatusCode::BAD_GATEWAY,
             ApiError::Engine(E::Store(StoreError::Timeout(_))) | ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,

@@ -26,7 +26,7 @@ pub(super) async fn v2_root(
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     let listing = dataset.v2_view_list("").await?;
     Ok(listing_response(
         &listing,
@@ -44,7 +44,7 @@ pub(super) async fn v2_get(
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     if let Some(prefix) = key.strip_suffix('/') {
         validate_key(prefix).map_err(ApiError::BadRequest)?;
         let listing = dataset.v2_view_list(prefix).await?;
@@ -70,7 +70,7 @@ pub(super) async fn v2_get(
                 });
             }
             let mut parts: Vec<&[u8]> = vec![
-                ds.as_bytes(),
+                dataset.scope.as_bytes(),
                 key.as_bytes(),
                 node_version.as_deref().unwrap_or("").as_bytes(),
             ];
@@ -103,7 +103,7 @@ pub(super) async fn zarr_listing(
     method: &Method,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(ds, headers)?;
+    let dataset = &state.dataset(ds, headers).await?;
     validate_key(prefix).map_err(ApiError::BadRequest)?;
     let (prefixes, keys) = dataset.list_keys(prefix).await?;
     if !prefix.is_empty() && prefixes.is_empty() && keys.is_empty() {

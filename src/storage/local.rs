@@ -54,7 +54,7 @@ impl LocalFiles {
         // Mapped through a child: a directory named like `x#1` is no valid
         // file path of its own, but files under it are.
         let root = Path::from_absolute_path(dir).ok().and_then(|path| {
-            let child = fs.path_to_filesystem(&path.child("x")).ok()?;
+            let child = fs.path_to_filesystem(&path.clone().join("x")).ok()?;
             Some((path.to_string(), child.parent()?.to_path_buf()))
         });
         Self {
@@ -432,7 +432,7 @@ fn read_cached(_: &File, _: &mut Vec<u8>, _: u64, _: usize) -> std::io::Result<O
 
 #[cfg(test)]
 mod tests {
-    use object_store::ObjectStore;
+    use object_store::ObjectStoreExt;
 
     use super::*;
 

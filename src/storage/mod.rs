@@ -8,9 +8,12 @@
 //! Missing keys are `Ok(None)`, never errors. Every request is bounded by a
 //! timeout and by the dataset's limit of concurrent requests, and counted.
 
+mod containers;
+mod icechunk;
 mod key;
 mod local;
 mod open;
+mod references;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,11 +22,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use tokio::sync::Semaphore;
 
+pub use containers::VirtualContainer;
+pub use icechunk::{Refs, Version};
 pub use key::{join, validate_key};
 pub use open::StoreOptions;
+
+use self::icechunk::{IcechunkRepository, IcechunkSnapshot};
+use self::references::ReferenceSet;
 
 /// Why a store request failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -44,6 +52,16 @@ pub enum StoreError {
     /// The requested byte range is outside the object.
     #[error("range not satisfiable for an object of {0} bytes")]
     RangeNotSatisfiable(u64),
+    /// A reference points outside the dataset's `virtual_chunk_containers`;
+    /// nothing was fetched.
+    #[error("{0}")]
+    Forbidden(String),
+    /// A well-formed ref that the repository does not have.
+    #[error("{0}")]
+    UnknownVersion(String),
+    /// A malformed ref, or a ref of a store without versions.
+    #[error("{0}")]
+    BadVersion(String),
 }
 
 /// Counters of one store, read by `/metrics`.
@@ -116,6 +134,21 @@ pub struct Store {
     /// (WebDAV `PROPFIND`), and each try waits out the client's retries, so
     /// listings are not tried again for [`LISTING_RETRY_AFTER`].
     listing_refused: Option<Arc<std::sync::Mutex<Option<std::time::Instant>>>>,
+    /// What the keys are read from.
+    source: Source,
+}
+
+/// What a store's keys are read from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Objects of the store itself.
+    Objects,
+    /// An Icechunk repository at its `main` branch.
+    Repository(Arc<IcechunkRepository>),
+    /// One snapshot of an Icechunk repository.
+    Snapshot(Arc<IcechunkRepository>, Arc<IcechunkSnapshot>),
+    /// A kerchunk reference set.
+    References(Arc<ReferenceSet>),
 }
 
 /// How long a plain HTTP store is not asked to list again after it failed to.
@@ -134,7 +167,81 @@ impl Store {
             suffix_ranges: true,
             coalesce_gap: options.coalesce_gap,
             listing_refused: None,
+            source: Source::Objects,
         }
+    }
+
+    /// Whether the store has versions (an Icechunk repository).
+    pub fn is_versioned(&self) -> bool {
+        matches!(self.source, Source::Repository(_) | Source::Snapshot(..))
+    }
+
+    /// The snapshot this store reads, when it is one.
+    pub fn snapshot_id(&self) -> Option<&str> {
+        match &self.source {
+            Source::Snapshot(_, snapshot) => Some(snapshot.id()),
+            _ => None,
+        }
+    }
+
+    fn repository(&self) -> Result<&Arc<IcechunkRepository>, StoreError> {
+        match &self.source {
+            Source::Repository(r) | Source::Snapshot(r, _) => Ok(r),
+            _ => Err(StoreError::BadVersion(
+                "refs ('@ref') are only for Icechunk repositories; this dataset is not one".into(),
+            )),
+        }
+    }
+
+    /// This repository at `version`: a store reading the snapshot that
+    /// `version` names now.
+    pub async fn at(&self, version: &Version) -> Result<Store, StoreError> {
+        let repository = self.repository()?;
+        let id = self.bounded(repository.resolve(version)).await?;
+        let snapshot = self.bounded(repository.snapshot(&id)).await?;
+        Ok(Store {
+            source: Source::Snapshot(repository.clone(), snapshot),
+            ..self.clone()
+        })
+    }
+
+    /// The repository's branches and tags.
+    pub async fn refs(&self) -> Result<Refs, StoreError> {
+        let repository = self.repository()?;
+        self.bounded(repository.refs()).await
+    }
+
+    /// The store reading `main`'s tip, for reads of an unversioned request.
+    async fn main(&self, repository: &Arc<IcechunkRepository>) -> Result<Arc<IcechunkSnapshot>, StoreError> {
+        let id = self
+            .bounded(repository.resolve(&Version::Branch("main".into())))
+            .await?;
+        self.bounded(repository.snapshot(&id)).await
+    }
+
+    /// Run a request of a versioned or referenced source under the limiter
+    /// and the timeout, counting it.
+    async fn bounded<T>(&self, fut: impl std::future::Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+        let _permit = self.limiter.acquire().await.expect("store limiter is never closed");
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        let result = match tokio::time::timeout(self.timeout, fut).await {
+            Ok(result) => result,
+            Err(_) => Err(StoreError::Timeout(self.timeout)),
+        };
+        if result.is_err() {
+            self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// The snapshot or reference set reads go to, if not objects.
+    async fn layered(&self) -> Result<Option<Layer>, StoreError> {
+        Ok(match &self.source {
+            Source::Objects => None,
+            Source::Repository(r) => Some(Layer::Snapshot(self.main(r).await?)),
+            Source::Snapshot(_, s) => Some(Layer::Snapshot(s.clone())),
+            Source::References(r) => Some(Layer::References(r.clone())),
+        })
     }
 
     /// Byte ranges of one object closer than this are fetched in one
@@ -195,6 +302,13 @@ impl Store {
         if_match: Option<&str>,
     ) -> Result<Option<ReadResult>, StoreError> {
         let path = self.path(key)?;
+        match self.layered().await? {
+            Some(Layer::Snapshot(s)) => return self.counted(self.bounded(Box::pin(s.get(key, range, if_match))).await),
+            Some(Layer::References(r)) => {
+                return self.counted(self.bounded(Box::pin(r.get(key, range, if_match))).await)
+            }
+            None => {}
+        }
         if let (ByteRange::Suffix(n), false) = (&range, self.suffix_ranges) {
             return self.get_suffix_via_head(key, *n, if_match).await;
         }
@@ -271,6 +385,12 @@ impl Store {
         ranges: &[Range<u64>],
         if_match: Option<&str>,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        self.path(key)?;
+        match self.layered().await? {
+            Some(Layer::Snapshot(s)) => return self.bounded(Box::pin(s.get_ranges(key, ranges, if_match))).await,
+            Some(Layer::References(r)) => return self.bounded(Box::pin(r.get_ranges(key, ranges, if_match))).await,
+            None => {}
+        }
         if let Some(local) = &self.local {
             return self.get_local_ranges(local, key, ranges, if_match).await;
         }
@@ -329,6 +449,11 @@ impl Store {
     /// Metadata of `key`, `None` when missing.
     pub async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let path = self.path(key)?;
+        match self.layered().await? {
+            Some(Layer::Snapshot(s)) => return self.bounded(Box::pin(s.head(key))).await,
+            Some(Layer::References(r)) => return self.bounded(Box::pin(r.head(key))).await,
+            None => {}
+        }
         let meta = self
             .run(async {
                 match &self.local {
@@ -344,6 +469,11 @@ impl Store {
     /// sub-directories and the objects directly under it, each sorted.
     pub async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
         let path = self.path(prefix)?;
+        match self.layered().await? {
+            Some(Layer::Snapshot(s)) => return self.bounded(s.list_dir(prefix)).await,
+            Some(Layer::References(r)) => return self.bounded(Box::pin(r.list_dir(prefix))).await,
+            None => {}
+        }
         if let Some(refused) = &self.listing_refused {
             let last = *refused.lock().expect("not poisoned");
             if last.is_some_and(|t| t.elapsed() < LISTING_RETRY_AFTER) {
@@ -370,8 +500,26 @@ impl Store {
 
     /// Whether the store answers at all (for readiness).
     pub async fn check(&self) -> Result<(), StoreError> {
-        self.head("zarr.json").await.map(|_| ())
+        let key = match self.source {
+            Source::References(_) => ".zgroup",
+            _ => "zarr.json",
+        };
+        self.head(key).await.map(|_| ())
     }
+
+    /// Count a read's payload as object reads are counted.
+    fn counted(&self, read: Result<Option<ReadResult>, StoreError>) -> Result<Option<ReadResult>, StoreError> {
+        if let Ok(Some(read)) = &read {
+            self.stats.bytes.fetch_add(read.data.len() as u64, Ordering::Relaxed);
+        }
+        read
+    }
+}
+
+/// A source other than the store's objects, for one request.
+enum Layer {
+    Snapshot(Arc<IcechunkSnapshot>),
+    References(Arc<ReferenceSet>),
 }
 
 /// A local path through a file (`a.txt/zarr.json`) or naming a directory is

@@ -9,12 +9,15 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, RetryConfig};
 use url::Url;
 
+use super::containers::{Containers, VirtualContainer};
 use super::local::LocalFiles;
-use super::Store;
+use super::references::ReferenceSet;
+use super::{Source, Store};
 use crate::buffer_pool::BufferPool;
 
 /// Limits and backend options of one dataset's store.
@@ -35,6 +38,10 @@ pub struct StoreOptions {
     pub backend: BTreeMap<String, String>,
     /// Where local file reads get their buffers.
     pub buffers: Arc<BufferPool>,
+    /// The only URL prefixes that virtual chunks and references may be read from.
+    pub containers: Vec<VirtualContainer>,
+    /// How long a branch's or tag's snapshot, or a reference set, is trusted.
+    pub ref_ttl: Duration,
 }
 
 impl Default for StoreOptions {
@@ -46,14 +53,29 @@ impl Default for StoreOptions {
             coalesce_gap: None,
             backend: BTreeMap::new(),
             buffers: Arc::default(),
+            containers: Vec::new(),
+            ref_ttl: Duration::from_secs(5),
         }
     }
 }
 
 impl Store {
     /// Open the store named by `location`: a local path, `file://`, `s3://`,
-    /// `gs://`, `az://` or `http(s)://` URL.
+    /// `gs://`, `az://` or `http(s)://` URL; with `icechunk+` before the
+    /// scheme, an Icechunk repository there; with `refs+`, a kerchunk
+    /// reference set (a JSON object).
     pub fn open(location: &str, options: &StoreOptions) -> Result<Self, String> {
+        if let Some(repository) = location.strip_prefix("icechunk+") {
+            return Self::open_icechunk(location, repository, options);
+        }
+        if let Some(set) = location.strip_prefix("refs+") {
+            return Self::open_references(location, set, options);
+        }
+        if !options.containers.is_empty() {
+            return Err(
+                "virtual_chunk_containers is only for Icechunk repositories and kerchunk reference sets".into(),
+            );
+        }
         let dir = match Url::parse(location) {
             Ok(url) if url.scheme() == "file" => url
                 .to_file_path()
@@ -76,6 +98,43 @@ impl Store {
         let mut store = Store::new(fs.clone(), root, options);
         store.local = Some(LocalFiles::new(fs, options.buffers.clone(), &dir));
         Ok(store)
+    }
+}
+
+impl Store {
+    fn open_icechunk(location: &str, repository: &str, options: &StoreOptions) -> Result<Self, String> {
+        let url = Url::parse(repository).map_err(|e| format!("invalid Icechunk repository URL '{repository}': {e}"))?;
+        super::icechunk::check_options(url.scheme(), &options.backend)?;
+        let containers = Arc::new(Containers::new(&options.containers, location, options));
+        let repository = super::icechunk::IcechunkRepository::new(url, options, containers);
+        let mut store = Store::new(Arc::new(InMemory::new()), Path::default(), options);
+        store.source = Source::Repository(Arc::new(repository));
+        Ok(store)
+    }
+
+    fn open_references(location: &str, set: &str, options: &StoreOptions) -> Result<Self, String> {
+        let split = set
+            .rfind('/')
+            .ok_or_else(|| format!("invalid reference set URL '{set}'"))?;
+        let (dir, key) = (&set[..split + 1], &set[split + 1..]);
+        let dir = if dir == "file:///" || dir == "/" {
+            dir.to_string()
+        } else {
+            dir.trim_end_matches('/').to_string()
+        };
+        let plain = StoreOptions {
+            containers: Vec::new(),
+            ..options.clone()
+        };
+        // The set's own reads have their own limiter: they run inside a
+        // request that holds a permit of the dataset's.
+        let holder = Store::open(&dir, &plain)?;
+        let containers = Arc::new(Containers::new(&options.containers, location, options));
+        let references = ReferenceSet::new(holder, key.to_string(), options.ref_ttl, containers);
+        Ok(Store {
+            source: Source::References(Arc::new(references)),
+            ..Store::open(&dir, &plain)?
+        })
     }
 }
 

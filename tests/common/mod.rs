@@ -31,6 +31,7 @@ pub fn dataset(url: impl Into<String>) -> DatasetConfig {
         description: None,
         token: None,
         options: Default::default(),
+        virtual_chunk_containers: Vec::new(),
     }
 }
 

@@ -90,7 +90,7 @@ impl Dataset {
                 // No version (a store without ETags): nothing to key by.
                 Some(info) => info
                     .etag
-                    .map(|etag| (self.name.clone(), key.clone(), WHOLE_CHUNK, etag)),
+                    .map(|etag| (self.scope.clone(), key.clone(), WHOLE_CHUNK, etag)),
             }
         } else {
             None
@@ -117,7 +117,7 @@ impl Dataset {
                     .is_some()
                     .then(|| read.info.etag.clone())
                     .flatten()
-                    .map(|etag| (self.name.clone(), key.clone(), WHOLE_CHUNK, etag));
+                    .map(|etag| (self.scope.clone(), key.clone(), WHOLE_CHUNK, etag));
                 one(key, read.info.etag, Source::Encoded(read.data), cache_as)
             }
         })

@@ -14,7 +14,7 @@ use crate::engine::format::metadata::NodeMetadata;
 use crate::engine::format::metadata_v2;
 use crate::engine::query::node::Node;
 use crate::engine::read::resources::Resources;
-use crate::storage::{join, validate_key, ByteRange, Store};
+use crate::storage::{join, validate_key, ByteRange, Store, StoreError, Version};
 
 /// A child entry of a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +30,13 @@ pub struct Child {
 /// A named Zarr hierarchy root in a store.
 #[derive(Debug, Clone)]
 pub struct Dataset {
-    /// Name in URLs.
+    /// Name in URLs: the configured name, with `@ref` when a request
+    /// named a version of a repository.
     pub name: Arc<str>,
+    /// What cache keys and ETags carry: the name, with `@SNAPSHOT` for a
+    /// version of a repository, so every ref naming one snapshot shares
+    /// them.
+    pub scope: Arc<str>,
     /// Human description.
     pub description: Option<String>,
     pub(crate) store: Store,
@@ -44,6 +49,7 @@ impl Dataset {
     pub fn new(name: &str, description: Option<String>, store: Store, resources: Arc<Resources>) -> Self {
         Self {
             name: name.into(),
+            scope: name.into(),
             description,
             store,
             resources,
@@ -53,6 +59,35 @@ impl Dataset {
     /// The dataset's store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// This dataset at `version` (`@ref` of a URL) of its Icechunk
+    /// repository; with none, at `branch.main` for a repository and as it
+    /// is otherwise. A malformed ref, or a ref of a dataset that is not a
+    /// repository, is an invalid request; an unknown one, not found.
+    pub async fn at(&self, version: Option<&str>) -> Result<Dataset> {
+        let parsed = match version {
+            None if !self.store.is_versioned() => return Ok(self.clone()),
+            None => Version::Branch("main".into()),
+            Some(_) if !self.store.is_versioned() => {
+                return Err(Error::InvalidRequest(format!(
+                    "dataset '{}' is not an Icechunk repository: it has no refs ('@ref')",
+                    self.name
+                )))
+            }
+            Some(text) => Version::parse(text).map_err(Error::InvalidRequest)?,
+        };
+        let store = self.store.at(&parsed).await.map_err(|e| match e {
+            StoreError::UnknownVersion(m) => Error::NotFound(format!("dataset '{}': {m}", self.name)),
+            e => Error::Store(e),
+        })?;
+        let snapshot = store.snapshot_id().unwrap_or_default();
+        Ok(Dataset {
+            name: version.map_or(self.name.clone(), |v| format!("{}@{v}", self.name).into()),
+            scope: format!("{}@{snapshot}", self.name).into(),
+            store,
+            ..self.clone()
+        })
     }
 
     /// The process's limits, pools and caches this dataset reads with.
@@ -70,7 +105,7 @@ impl Dataset {
     /// The node at `path` (normalised), from the metadata cache or the store.
     pub async fn node(&self, path: &str) -> Result<Arc<Node>> {
         let path = Self::node_path(path)?;
-        let key = (self.name.clone(), path.clone());
+        let key = (self.scope.clone(), path.clone());
         if let Some(node) = self.resources.caches.nodes.get(&key).await {
             self.resources.caches.node_stats.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(node);

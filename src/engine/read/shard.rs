@@ -122,7 +122,7 @@ impl Dataset {
                 // The shard changed since its index was cached: drop it, and
                 // read again unless the read is pinned to the old version.
                 Err(changed @ Error::Store(StoreError::Changed(_))) if attempt == 0 => {
-                    let cache_key = (self.name.clone(), key.clone());
+                    let cache_key = (self.scope.clone(), key.clone());
                     self.resources.caches.shard_indexes.invalidate(&cache_key).await;
                     if pin.is_some() {
                         return Err(changed);
@@ -152,7 +152,7 @@ impl Dataset {
 
     async fn cached_index(&self, key: &str) -> Option<Arc<CachedIndex>> {
         let caches = &self.resources.caches;
-        let cached = caches.shard_indexes.get(&(self.name.clone(), key.to_string())).await;
+        let cached = caches.shard_indexes.get(&(self.scope.clone(), key.to_string())).await;
         let stats = &caches.index_stats;
         if cached.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
         cached
@@ -194,7 +194,7 @@ impl Dataset {
     /// The shard's index, read once however many pieces of a read ask for
     /// it at the same time (they wait for the first one's request).
     async fn load_index(&self, key: &str, codec: &ShardingCodec) -> Result<Option<Arc<CachedIndex>>> {
-        let cache_key = (self.name.clone(), key.to_string());
+        let cache_key = (self.scope.clone(), key.to_string());
         let load = async {
             match self.read_index(key, codec, None).await {
                 Ok(Some(index)) => Ok(Arc::new(index)),
@@ -213,7 +213,7 @@ impl Dataset {
 
     async fn remember_index(&self, key: &str, index: ShardIndex, etag: Option<String>) -> Arc<CachedIndex> {
         let cached = Arc::new(CachedIndex { index, etag });
-        let cache_key = (self.name.clone(), key.to_string());
+        let cache_key = (self.scope.clone(), key.to_string());
         self.resources
             .caches
             .shard_indexes
@@ -330,7 +330,7 @@ impl Dataset {
         let mut ranges = Vec::new();
         for u in &piece.needed {
             let linear = codec.linear_index(&u.coords);
-            let mut cache_as = etag.map(|etag| (self.name.clone(), key.to_string(), linear, etag.clone()));
+            let mut cache_as = etag.map(|etag| (self.scope.clone(), key.to_string(), linear, etag.clone()));
             let hit = match &cache_as {
                 Some(k) => caches.decoded_chunks.get(k).await,
                 None => None,

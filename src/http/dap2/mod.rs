@@ -178,8 +178,8 @@ async fn respond(
 
 impl Request<'_> {
     async fn answer(&self) -> Result<Response, ApiError> {
-        let dataset = self.state.dataset(&self.ds, &self.headers)?;
-        let key = (self.ds.clone(), self.group.clone());
+        let dataset = &self.state.dataset(&self.ds, &self.headers).await?;
+        let key = (dataset.scope.to_string(), self.group.clone());
         let dap = self
             .state
             .dap_models
@@ -230,7 +230,7 @@ impl Request<'_> {
         }
         let all: Versions = each.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
         let dds = text::dds(dap, projection);
-        let etag = self.etag(b"ascii", (&projection.key(dap), &dds), &reads, &all);
+        let etag = self.etag(dataset, b"ascii", (&projection.key(dap), &dds), &reads, &all);
         let response = Response::builder().header(header::ETAG, &etag);
         if if_none_match(&self.headers, &etag) {
             return Ok(response
@@ -287,7 +287,7 @@ impl Request<'_> {
                 (Payload::Stream(header, each), all)
             }
         };
-        let etag = self.etag(b"dods", (&projection.key(dap), &dds), &reads, &versions);
+        let etag = self.etag(dataset, b"dods", (&projection.key(dap), &dds), &reads, &versions);
         let response = Response::builder()
             .header(header::ETAG, &etag)
             .header(header::CONTENT_TYPE, "application/octet-stream");
@@ -338,9 +338,16 @@ impl Request<'_> {
     /// A strong ETag naming the dataset, group, projection (its `key` and
     /// its DDS, whose dimension names depend on the group's other arrays),
     /// each array's metadata version and the version of every key read.
-    fn etag(&self, kind: &[u8], (key, dds): (&str, &str), reads: &Reads, versions: &Versions) -> String {
+    fn etag(
+        &self,
+        dataset: &Dataset,
+        kind: &[u8],
+        (key, dds): (&str, &str),
+        reads: &Reads,
+        versions: &Versions,
+    ) -> String {
         let mut parts: Vec<&[u8]> = vec![
-            self.ds.as_bytes(),
+            dataset.scope.as_bytes(),
             self.group.as_bytes(),
             kind,
             key.as_bytes(),

@@ -61,7 +61,7 @@ async fn landing(
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     let base = base(&headers, &ds);
     let title = dataset.description.clone().unwrap_or_else(|| format!("Dataset {ds}"));
     Ok(Json(json!({
@@ -85,7 +85,7 @@ async fn conformance(
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    state.dataset(&ds, &headers)?;
+    state.dataset(&ds, &headers).await?;
     let classes = ["core", "collections", "json", "geojson", "covjson"]
         .iter()
         .chain(QUERIES.iter())
@@ -150,7 +150,7 @@ async fn collections(
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     let base = base(&headers, &ds);
     let mut docs = Vec::new();
     for c in all_collections(dataset, &ds).await? {
@@ -168,7 +168,7 @@ async fn collection(
     Path((ds, c)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     let collection = find_collection(dataset, &ds, &c).await?;
     let base = base(&headers, &ds);
     Ok(Json(collection_document(dataset, &collection, &base).await?).into_response())

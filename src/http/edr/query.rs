@@ -102,7 +102,7 @@ pub(super) async fn answer(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     if !super::QUERIES.contains(&query.as_str()) {
         return Err(ApiError::NotFound(format!(
             "no EDR query '{query}' (queries: {})",
@@ -156,7 +156,7 @@ pub(super) async fn answer(
             request.window(grid, window).await?
         }
     };
-    output::respond(format, &query, extract, &headers, &ds, &c)
+    output::respond(format, &query, extract, &headers, &dataset.scope, &c)
 }
 
 /// The variables `names` picks, which must share one grid; without

@@ -114,7 +114,7 @@ async fn node_page(
 
 /// The page of one node: a group's children, or an array's metadata and preview.
 async fn explore(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let dataset = state.dataset(ds, headers)?;
+    let dataset = &state.dataset(ds, headers).await?;
     let doc = document(dataset, path).await?;
     let main = match doc["node_type"].as_str() {
         Some("array") => array_main(dataset, path, &doc, &origin(headers)).await,

@@ -48,7 +48,7 @@ async fn matrix_sets(
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    state.dataset(&ds, &headers)?;
+    state.dataset(&ds, &headers).await?;
     let sets: Vec<Value> = TileMatrixSet::ALL
         .iter()
         .map(|t| {
@@ -82,7 +82,7 @@ async fn matrix_set(
     Path((ds, tms)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    state.dataset(&ds, &headers)?;
+    state.dataset(&ds, &headers).await?;
     let t = tile_matrix_set(&tms)?;
     let (crs, origin, extent) = match t {
         TileMatrixSet::WebMercatorQuad => {
@@ -136,7 +136,7 @@ async fn tilejson(
     let t = tile_matrix_set(&tms)?;
     let request = TileQuery::parse(query.as_deref())?;
     request.render.resolve()?;
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     let var = dataset.geo_variable(&request.variable).await?;
     let [west, south, east, north] = var.grid.bounds();
     let maxzoom = t.zoom_for(var.grid.smallest_cell_degrees());
@@ -201,7 +201,7 @@ async fn tile(
             t.max_zoom()
         ))
     })?;
-    let dataset = state.dataset(&ds, &headers)?;
+    let dataset = &state.dataset(&ds, &headers).await?;
     let var = dataset.geo_variable(&request.variable).await?;
     request.render.resolve()?;
     // The pyramid level (if any) whose cells are no larger than a pixel.
@@ -228,7 +228,7 @@ async fn tile(
     };
     let render = with_default_range(&state, dataset, &var, &request.labels, &request.render).await?;
     let mut parts: Vec<Vec<u8>> = vec![
-        ds.clone().into_bytes(),
+        dataset.scope.as_bytes().to_vec(),
         format!("{}/{z}/{row}/{col}", t.id()).into_bytes(),
         query.unwrap_or_default().into_bytes(),
         format!("{:?}", render.rescale()).into_bytes(),
@@ -292,7 +292,7 @@ pub(super) async fn with_default_range(
             let nodata = request.nodata.as_deref().and_then(|n| n.trim().parse().ok());
             let key = format!(
                 "{}|{}|{:?}|{:?}|{:?}",
-                dataset.name, var.node.path, labels.sel, labels.method, nodata
+                dataset.scope, var.node.path, labels.sel, labels.method, nodata
             );
             state
                 .tile_ranges

@@ -137,8 +137,9 @@ async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
 }
 
 async fn answer(state: &AppState, ds: &str, query: Option<&str>, headers: &HeaderMap) -> Result<Response, WmsError> {
-    let dataset = state
+    let dataset = &state
         .dataset(ds, headers)
+        .await
         .map_err(|e| WmsError(e.status(), None, e.to_string()))?;
     let params = Params::parse(query);
     if let Some(service) = params.get("SERVICE") {

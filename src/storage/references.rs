@@ -1,0 +1,545 @@
+//! Kerchunk reference sets: a JSON document mapping Zarr (v2) keys to
+//! inline values or to byte ranges of other objects (often NetCDF4/HDF5
+//! files), read as a store of those keys.
+//!
+//! Spec: <https://fsspec.github.io/kerchunk/spec.html>. Version 0 is a flat
+//! object of keys; version 1 has `templates` (`{{name}}` in URLs), `gen`
+//! (keys generated over integer ranges) and `refs`. A value is text (UTF-8,
+//! or bytes after `base64:`), `[url]` (a whole object) or `[url, offset,
+//! length]`. Referenced objects are read only under the dataset's
+//! `virtual_chunk_containers` ([`Containers`]).
+//!
+//! The set is read on first use and read again once older than `ref_ttl`
+//! when its ETag changed.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use super::containers::Containers;
+use super::{ByteRange, ObjectInfo, ReadResult, Store, StoreError};
+
+/// What a key refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reference {
+    /// The value itself.
+    Inline(Bytes),
+    /// A whole object.
+    Object(String),
+    /// `length` bytes at `offset` of an object.
+    Span(String, Range<u64>),
+}
+
+/// A parsed reference set: its keys, sorted.
+#[derive(Debug, Default)]
+struct Parsed {
+    refs: BTreeMap<String, Reference>,
+    etag: Option<String>,
+    last_modified: Option<std::time::SystemTime>,
+}
+
+/// A kerchunk reference set of a dataset.
+#[derive(Debug)]
+pub(crate) struct ReferenceSet {
+    /// The store holding the set's JSON document, and its key there.
+    store: Store,
+    key: String,
+    ttl: Duration,
+    loaded: Mutex<Option<(Instant, Arc<Parsed>)>>,
+    containers: Arc<Containers>,
+}
+
+impl ReferenceSet {
+    pub(crate) fn new(store: Store, key: String, ttl: Duration, containers: Arc<Containers>) -> Self {
+        Self {
+            store,
+            key,
+            ttl,
+            loaded: Mutex::new(None),
+            containers,
+        }
+    }
+
+    /// The set, read again when older than the TTL and changed.
+    async fn parsed(&self) -> Result<Arc<Parsed>, StoreError> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some((at, parsed)) = loaded.as_ref() {
+            if at.elapsed() < self.ttl {
+                return Ok(parsed.clone());
+            }
+            let now = self.store.head(&self.key).await?;
+            if now.is_some_and(|info| info.etag.is_some() && info.etag == parsed.etag) {
+                let parsed = parsed.clone();
+                *loaded = Some((Instant::now(), parsed.clone()));
+                return Ok(parsed);
+            }
+        }
+        let read = self
+            .store
+            .get(&self.key, ByteRange::All, None)
+            .await?
+            .ok_or_else(|| StoreError::Unavailable(format!("no reference set at '{}'", self.key)))?;
+        let refs =
+            parse(&read.data).map_err(|e| StoreError::Unavailable(format!("reference set '{}': {e}", self.key)))?;
+        let parsed = Arc::new(Parsed {
+            refs,
+            etag: read.info.etag,
+            last_modified: Some(read.info.last_modified),
+        });
+        *loaded = Some((Instant::now(), parsed.clone()));
+        Ok(parsed)
+    }
+
+    fn inline_info(parsed: &Parsed, size: u64) -> ObjectInfo {
+        ObjectInfo {
+            size,
+            etag: parsed.etag.clone(),
+            last_modified: parsed.last_modified.unwrap_or(std::time::SystemTime::UNIX_EPOCH),
+        }
+    }
+
+    /// Read `range` of `key`; `None` when the set has no such key.
+    pub(crate) async fn get(
+        &self,
+        key: &str,
+        range: ByteRange,
+        if_match: Option<&str>,
+    ) -> Result<Option<ReadResult>, StoreError> {
+        let parsed = self.parsed().await?;
+        let Some(reference) = parsed.refs.get(key) else {
+            return Ok(None);
+        };
+        match reference {
+            Reference::Inline(data) => {
+                if if_match.is_some_and(|e| Some(e) != parsed.etag.as_deref()) {
+                    return Err(StoreError::Changed(key.to_string()));
+                }
+                let size = data.len() as u64;
+                let r = clamp(&range, size);
+                Ok(Some(ReadResult {
+                    data: data.slice(r.start as usize..r.end as usize),
+                    range: r,
+                    info: Self::inline_info(&parsed, size),
+                }))
+            }
+            Reference::Object(url) => self.containers.get(url, None, range, if_match, None).await.map(Some),
+            Reference::Span(url, span) => self
+                .containers
+                .get(url, Some(span.clone()), range, if_match, None)
+                .await
+                .map(Some),
+        }
+    }
+
+    /// Several ranges of `key`; `None` when missing.
+    pub(crate) async fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[Range<u64>],
+        if_match: Option<&str>,
+    ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        let parsed = self.parsed().await?;
+        match parsed.refs.get(key) {
+            None => Ok(None),
+            Some(Reference::Span(url, span)) => self
+                .containers
+                .get_ranges(url, span.clone(), ranges, if_match, None)
+                .await
+                .map(Some),
+            Some(_) => {
+                let reads = ranges
+                    .iter()
+                    .map(|r| self.get(key, ByteRange::Bounded(r.clone()), if_match));
+                let reads = futures::future::try_join_all(reads).await?;
+                Ok(reads.into_iter().map(|r| r.map(|r| r.data)).collect())
+            }
+        }
+    }
+
+    /// Metadata of `key`: for a reference, its span and the object's ETag.
+    pub(crate) async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        let parsed = self.parsed().await?;
+        match parsed.refs.get(key) {
+            None => Ok(None),
+            Some(Reference::Inline(data)) => Ok(Some(Self::inline_info(&parsed, data.len() as u64))),
+            Some(Reference::Object(url)) => Ok(Some(
+                self.containers
+                    .get(url, None, ByteRange::Bounded(0..0), None, None)
+                    .await?
+                    .info,
+            )),
+            Some(Reference::Span(url, span)) => {
+                let read = self
+                    .containers
+                    .get(url, Some(span.clone()), ByteRange::Bounded(0..0), None, None)
+                    .await?;
+                Ok(Some(read.info))
+            }
+        }
+    }
+
+    /// The children of `prefix`: (directories, keys), each sorted.
+    pub(crate) async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
+        let parsed = self.parsed().await?;
+        let start = if prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{prefix}/")
+        };
+        let (mut dirs, mut files) = (Vec::<String>::new(), Vec::new());
+        for key in parsed.refs.keys().filter(|k| k.starts_with(&start)) {
+            match key[start.len()..].split_once('/') {
+                Some((dir, _)) => {
+                    if dirs.last().map(String::as_str) != Some(dir) {
+                        dirs.push(dir.to_string());
+                    }
+                }
+                None => files.push(key[start.len()..].to_string()),
+            }
+        }
+        dirs.dedup();
+        Ok((dirs, files))
+    }
+}
+
+fn clamp(range: &ByteRange, len: u64) -> Range<u64> {
+    match range {
+        ByteRange::All => 0..len,
+        ByteRange::Bounded(r) => r.start.min(len)..r.end.min(len),
+        ByteRange::From(o) => (*o).min(len)..len,
+        ByteRange::Suffix(n) => len.saturating_sub(*n)..len,
+    }
+}
+
+/// Parse a reference set (version 0 or 1).
+fn parse(text: &[u8]) -> Result<BTreeMap<String, Reference>, String> {
+    let doc: Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
+    let object = doc.as_object().ok_or("not a JSON object")?;
+    let version = object.get("version").and_then(Value::as_u64);
+    let mut refs = BTreeMap::new();
+    let templates: BTreeMap<String, String> = match version {
+        None => {
+            for (key, value) in object {
+                refs.insert(
+                    key.clone(),
+                    reference(value, &BTreeMap::new()).map_err(|e| format!("key '{key}': {e}"))?,
+                );
+            }
+            return Ok(refs);
+        }
+        Some(1) => object
+            .get("templates")
+            .and_then(Value::as_object)
+            .map(|t| {
+                t.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Some(v) => return Err(format!("unsupported version {v} (expected 0 or 1)")),
+    };
+    for generator in object.get("gen").and_then(Value::as_array).into_iter().flatten() {
+        generate(generator, &templates, &mut refs)?;
+    }
+    let listed = object
+        .get("refs")
+        .and_then(Value::as_object)
+        .ok_or("version 1 without 'refs'")?;
+    for (key, value) in listed {
+        refs.insert(
+            key.clone(),
+            reference(value, &templates).map_err(|e| format!("key '{key}': {e}"))?,
+        );
+    }
+    Ok(refs)
+}
+
+/// `{{name}}` replaced by each template (or variable) of `values`.
+fn render(text: &str, values: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let close = rest[open..]
+            .find("}}")
+            .ok_or_else(|| format!("unclosed '{{{{' in '{text}'"))?
+            + open;
+        let expression = rest[open + 2..close].trim();
+        out.push_str(&evaluate(expression, values)?);
+        rest = &rest[close + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A template name, or an integer expression of the variables (`i*100+8`).
+fn evaluate(expression: &str, values: &BTreeMap<String, String>) -> Result<String, String> {
+    if let Some(value) = values.get(expression) {
+        return Ok(value.clone());
+    }
+    let mut parser = Expression {
+        tokens: tokens(expression)?,
+        at: 0,
+        values,
+    };
+    let value = parser.sum()?;
+    if parser.at != parser.tokens.len() {
+        return Err(format!("cannot evaluate '{expression}'"));
+    }
+    Ok(value.to_string())
+}
+
+fn tokens(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c.is_ascii_alphanumeric() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            out.push(chars[start..i].iter().collect());
+        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+            out.push("//".into());
+            i += 2;
+        } else if "+-*/%()".contains(c) {
+            out.push(c.to_string());
+            i += 1;
+        } else {
+            return Err(format!("unexpected '{c}' in '{text}'"));
+        }
+    }
+    Ok(out)
+}
+
+/// Integer arithmetic over `gen` variables: + - * // % and parentheses.
+struct Expression<'a> {
+    tokens: Vec<String>,
+    at: usize,
+    values: &'a BTreeMap<String, String>,
+}
+
+impl Expression<'_> {
+    fn peek(&self) -> Option<&str> {
+        self.tokens.get(self.at).map(String::as_str)
+    }
+
+    fn sum(&mut self) -> Result<i64, String> {
+        let mut value = self.product()?;
+        while let Some(op @ ("+" | "-")) = self.peek() {
+            let add = op == "+";
+            self.at += 1;
+            let rhs = self.product()?;
+            value = if add {
+                value.checked_add(rhs)
+            } else {
+                value.checked_sub(rhs)
+            }
+            .ok_or("overflow")?;
+        }
+        Ok(value)
+    }
+
+    fn product(&mut self) -> Result<i64, String> {
+        let mut value = self.atom()?;
+        while let Some(op @ ("*" | "/" | "//" | "%")) = self.peek() {
+            let op = op.to_string();
+            self.at += 1;
+            let rhs = self.atom()?;
+            value = match op.as_str() {
+                "*" => value.checked_mul(rhs),
+                "%" => value.checked_rem_euclid(rhs),
+                _ => value.checked_div_euclid(rhs),
+            }
+            .ok_or("overflow or division by zero")?;
+        }
+        Ok(value)
+    }
+
+    fn atom(&mut self) -> Result<i64, String> {
+        let token = self.peek().ok_or("expression ends early")?.to_string();
+        self.at += 1;
+        match token.as_str() {
+            "(" => {
+                let value = self.sum()?;
+                if self.peek() != Some(")") {
+                    return Err("missing ')'".into());
+                }
+                self.at += 1;
+                Ok(value)
+            }
+            "-" => Ok(-self.atom()?),
+            _ => token
+                .parse()
+                .ok()
+                .or_else(|| self.values.get(&token).and_then(|v| v.parse().ok()))
+                .ok_or_else(|| format!("unknown name '{token}'")),
+        }
+    }
+}
+
+/// The keys of one `gen` entry: every combination of its dimensions.
+fn generate(
+    generator: &Value,
+    templates: &BTreeMap<String, String>,
+    refs: &mut BTreeMap<String, Reference>,
+) -> Result<(), String> {
+    let field = |name: &str| {
+        generator
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("gen entry without '{name}'"))
+    };
+    let (key, url) = (field("key")?, field("url")?);
+    let offset = generator.get("offset").and_then(Value::as_str);
+    let length = generator.get("length").and_then(Value::as_str);
+    let dimensions = generator
+        .get("dimensions")
+        .and_then(Value::as_object)
+        .ok_or("gen entry without 'dimensions'")?;
+    let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
+    for (name, spec) in dimensions {
+        let values: Vec<i64> = match spec {
+            Value::Array(items) => items.iter().filter_map(Value::as_i64).collect(),
+            _ => {
+                let get = |k: &str, d: i64| spec.get(k).and_then(Value::as_i64).unwrap_or(d);
+                let (start, stop, step) = (get("start", 0), get("stop", 0), get("step", 1));
+                if step <= 0 {
+                    return Err(format!("gen dimension '{name}' has step {step}"));
+                }
+                (start..stop).step_by(step as usize).collect()
+            }
+        };
+        axes.push((name.clone(), values));
+    }
+    let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+    if total > 10_000_000 {
+        return Err(format!("gen entry '{key}' makes {total} keys"));
+    }
+    for mut index in 0..total {
+        let mut values = templates.clone();
+        for (name, axis) in axes.iter().rev() {
+            values.insert(name.clone(), axis[index % axis.len()].to_string());
+            index /= axis.len();
+        }
+        let url = render(url, &values)?;
+        let reference = match (offset, length) {
+            (Some(o), Some(l)) => {
+                let number = |t: &str| {
+                    render(t, &values)?
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|e| format!("gen '{key}': {e}"))
+                };
+                let (o, l) = (number(o)?, number(l)?);
+                Reference::Span(url, o..o + l)
+            }
+            _ => Reference::Object(url),
+        };
+        refs.insert(render(key, &values)?, reference);
+    }
+    Ok(())
+}
+
+/// One value of `refs`.
+fn reference(value: &Value, templates: &BTreeMap<String, String>) -> Result<Reference, String> {
+    match value {
+        Value::String(text) => match text.strip_prefix("base64:") {
+            Some(encoded) => base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map(|b| Reference::Inline(b.into()))
+                .map_err(|e| format!("bad base64: {e}")),
+            None => Ok(Reference::Inline(Bytes::from(text.clone()))),
+        },
+        Value::Array(items) => {
+            let url = items
+                .first()
+                .and_then(Value::as_str)
+                .ok_or("a reference's first item must be a URL")?;
+            let url = render(url, templates)?;
+            match items.len() {
+                1 => Ok(Reference::Object(url)),
+                3 => {
+                    let number = |v: &Value| v.as_u64().ok_or("offset and length must be non-negative integers");
+                    let (offset, length) = (number(&items[1])?, number(&items[2])?);
+                    let end = offset.checked_add(length).ok_or("offset + length overflows")?;
+                    Ok(Reference::Span(url, offset..end))
+                }
+                n => Err(format!("a reference has 1 or 3 items, not {n}")),
+            }
+        }
+        // Metadata written as a JSON object rather than as its text.
+        Value::Object(_) => Ok(Reference::Inline(Bytes::from(value.to_string()))),
+        _ => Err("a value must be text or a list".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_0_and_1_parse() {
+        let v0 = br#"{".zgroup": "{\"zarr_format\": 2}", "a/0": ["s3://b/f.nc", 10, 5], "a/1": "base64:AAEC", "a/2": ["s3://b/g.nc"]}"#;
+        let refs = parse(v0).unwrap();
+        assert_eq!(
+            refs[".zgroup"],
+            Reference::Inline(Bytes::from_static(b"{\"zarr_format\": 2}"))
+        );
+        assert_eq!(refs["a/0"], Reference::Span("s3://b/f.nc".into(), 10..15));
+        assert_eq!(refs["a/1"], Reference::Inline(Bytes::from_static(&[0, 1, 2])));
+        assert_eq!(refs["a/2"], Reference::Object("s3://b/g.nc".into()));
+        let v1 = br#"{"version": 1, "templates": {"u": "s3://bucket/path/file.nc"},
+            "gen": [{"key": "x/{{i}}.{{j}}", "url": "{{u}}", "offset": "{{100 + (i*2 + j)*10}}", "length": "10",
+                     "dimensions": {"i": {"stop": 3}, "j": [0, 1]}}],
+            "refs": {"x/.zarray": "{}", "y/0": ["{{u}}", 0, 4]}}"#;
+        let refs = parse(v1).unwrap();
+        assert_eq!(refs.len(), 8);
+        assert_eq!(
+            refs["x/2.1"],
+            Reference::Span("s3://bucket/path/file.nc".into(), 150..160)
+        );
+        assert_eq!(
+            refs["x/0.0"],
+            Reference::Span("s3://bucket/path/file.nc".into(), 100..110)
+        );
+        assert_eq!(refs["y/0"], Reference::Span("s3://bucket/path/file.nc".into(), 0..4));
+        for bad in [
+            &br#"[1]"#[..],
+            br#"{"a": 1}"#,
+            br#"{"a": ["u", 1]}"#,
+            br#"{"version": 2, "refs": {}}"#,
+            br#"{"a": "base64:@@"}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn expressions_evaluate() {
+        let values = BTreeMap::from([("i".to_string(), "7".to_string())]);
+        for (text, want) in [
+            ("i", "7"),
+            ("i*3+1", "22"),
+            ("(i+1)*2", "16"),
+            ("i//2", "3"),
+            ("i%4", "3"),
+            ("-i + 10", "3"),
+        ] {
+            assert_eq!(evaluate(text, &values).unwrap(), want, "{text}");
+        }
+        for bad in ["j", "i +", "i / 0", "(i", "i $ 2"] {
+            assert!(evaluate(bad, &values).is_err(), "{bad}");
+        }
+    }
+}

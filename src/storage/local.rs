@@ -342,7 +342,7 @@ fn object_meta(location: Path, metadata: &Metadata) -> ObjectMeta {
         location,
         last_modified: modified.into(),
         size,
-        e_tag: Some(format!("{:x}-{micros:x}-{size:x}", metadata.ino())),
+        e_tag: Some(format!("\"{:x}-{micros:x}-{size:x}\"", metadata.ino())),
         version: None,
     }
 }

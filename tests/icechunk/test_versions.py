@@ -200,6 +200,16 @@ def world():
             json.dump(doc, out)
         place.put_file(local, f"sets/{name}")
     w["refs"] = refs
+    # The same references as Parquet (kerchunk.df, fsspec's layout), three
+    # chunks a record file.
+    import kerchunk.df
+    parquet = os.path.join(tmp, "local-refs.parq")
+    kerchunk.df.refs_to_dataframe(refs, parquet, record_size=3)
+    for folder, _, files in os.walk(parquet):
+        for f in files:
+            relative = os.path.relpath(os.path.join(folder, f), parquet)
+            place.put_file(os.path.join(folder, f), f"sets/refs.parq/{relative}")
+    assert len([f for f in os.listdir(os.path.join(parquet, "t2m")) if f.endswith(".parq")]) > 1
 
     # A plain Zarr v3 store, for refs on a dataset without versions.
     climate().to_zarr(os.path.join(tmp, "plain.zarr"), zarr_format=3, consolidated=False)
@@ -212,6 +222,7 @@ def world():
         "refs": {"url": "refs+" + place.url("sets/refs_v1.json"), "virtual_chunk_containers": [{"url_prefix": archive}]},
         "refs0": {"url": "refs+" + place.url("sets/refs_v0.json"), "virtual_chunk_containers": [archive]},
         "refst": {"url": "refs+" + place.url("sets/refs_tpl.json"), "virtual_chunk_containers": [archive]},
+        "refsp": {"url": "refs+" + place.url("sets/refs.parq"), "virtual_chunk_containers": [archive]},
         "refs_closed": {"url": "refs+" + place.url("sets/refs_v1.json")},
         "plain": {"url": os.path.join(tmp, "plain.zarr")},
     }
@@ -444,7 +455,7 @@ def test_virtual_chunks_outside_the_containers_are_403(world, dataset, url_key):
     assert w[url_key] in detail and "virtual_chunk_containers" in detail, detail
 
 
-@pytest.mark.parametrize("dataset", ["refs", "refs0", "refst"])
+@pytest.mark.parametrize("dataset", ["refs", "refs0", "refst", "refsp"])
 @pytest.mark.parametrize("name", ["t2m", "q"])
 def test_kerchunk_references_read_the_netcdf_file(world, dataset, name):
     w = world

@@ -9,8 +9,12 @@
 //! length]`. Referenced objects are read only under the dataset's
 //! `virtual_chunk_containers` ([`Containers`]).
 //!
+//! A set may also be a directory of Parquet files, as fsspec writes them
+//! ([`parquet`]).
+//!
 //! The set is read on first use and read again once older than `ref_ttl`
-//! when its ETag changed.
+//! when its ETag changed; a Parquet set's record files are read as needed
+//! and kept with it.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -25,6 +29,9 @@ use tokio::sync::Mutex;
 use super::containers::Containers;
 use super::{ByteRange, ObjectInfo, ReadResult, Store, StoreError};
 
+mod parquet;
+use self::parquet::ParquetRefs;
+
 /// What a key refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Reference {
@@ -36,13 +43,25 @@ enum Reference {
     Span(String, Range<u64>),
 }
 
-/// A parsed reference set: its keys, sorted.
-#[derive(Debug, Default)]
+/// A parsed reference set, with the version of the document it came from.
+#[derive(Debug)]
 struct Parsed {
-    refs: BTreeMap<String, Reference>,
+    refs: Refs,
     etag: Option<String>,
     last_modified: Option<std::time::SystemTime>,
 }
+
+/// The references of a set.
+#[derive(Debug)]
+enum Refs {
+    /// Every key of a JSON set, sorted.
+    Json(BTreeMap<String, Reference>),
+    /// A Parquet set's metadata, and the record files read so far.
+    Parquet(ParquetRefs, moka::future::Cache<String, Arc<Vec<Option<Reference>>>>),
+}
+
+/// Record files of a Parquet set kept at once.
+const RECORD_FILES_KEPT: u64 = 256;
 
 /// A kerchunk reference set of a dataset.
 #[derive(Debug)]
@@ -66,6 +85,11 @@ impl ReferenceSet {
         }
     }
 
+    /// The key of a Parquet set's `.zmetadata`.
+    fn parquet_key(&self) -> String {
+        format!("{}/.zmetadata", self.key)
+    }
+
     /// The set, read again when older than the TTL and changed.
     async fn parsed(&self) -> Result<Arc<Parsed>, StoreError> {
         let mut loaded = self.loaded.lock().await;
@@ -73,20 +97,35 @@ impl ReferenceSet {
             if at.elapsed() < self.ttl {
                 return Ok(parsed.clone());
             }
-            let now = self.store.head(&self.key).await?;
+            let document = match parsed.refs {
+                Refs::Json(_) => self.key.clone(),
+                Refs::Parquet(..) => self.parquet_key(),
+            };
+            let now = self.store.head(&document).await?;
             if now.is_some_and(|info| info.etag.is_some() && info.etag == parsed.etag) {
                 let parsed = parsed.clone();
                 *loaded = Some((Instant::now(), parsed.clone()));
                 return Ok(parsed);
             }
         }
-        let read = self
-            .store
-            .get(&self.key, ByteRange::All, None)
-            .await?
-            .ok_or_else(|| StoreError::Unavailable(format!("no reference set at '{}'", self.key)))?;
-        let refs =
-            parse(&read.data).map_err(|e| StoreError::Unavailable(format!("reference set '{}': {e}", self.key)))?;
+        let bad = |e: String| StoreError::Unavailable(format!("reference set '{}': {e}", self.key));
+        let (read, refs) = match self.store.get(&self.key, ByteRange::All, None).await? {
+            Some(read) => {
+                let refs = parse(&read.data).map_err(bad)?;
+                (read, Refs::Json(refs))
+            }
+            None => {
+                // Not an object: a Parquet set is a directory.
+                let read = self
+                    .store
+                    .get(&self.parquet_key(), ByteRange::All, None)
+                    .await?
+                    .ok_or_else(|| StoreError::Unavailable(format!("no reference set at '{}'", self.key)))?;
+                let refs = ParquetRefs::parse(&read.data).map_err(bad)?;
+                let records = moka::future::Cache::builder().max_capacity(RECORD_FILES_KEPT).build();
+                (read, Refs::Parquet(refs, records))
+            }
+        };
         let parsed = Arc::new(Parsed {
             refs,
             etag: read.info.etag,
@@ -94,6 +133,33 @@ impl ReferenceSet {
         });
         *loaded = Some((Instant::now(), parsed.clone()));
         Ok(parsed)
+    }
+
+    /// What `key` refers to, `None` when the set has no such key.
+    async fn lookup(&self, parsed: &Parsed, key: &str) -> Result<Option<Reference>, StoreError> {
+        let (refs, records) = match &parsed.refs {
+            Refs::Json(refs) => return Ok(refs.get(key).cloned()),
+            Refs::Parquet(refs, records) => (refs, records),
+        };
+        if let Some(text) = refs.metadata.get(key) {
+            return Ok(Some(Reference::Inline(text.clone())));
+        }
+        let Some((file, row)) = refs.locate(key) else {
+            return Ok(None);
+        };
+        let path = format!("{}/{file}", self.key);
+        let rows = records
+            .try_get_with(file, async {
+                match self.store.get(&path, ByteRange::All, None).await? {
+                    // A record file that was never written holds no chunk.
+                    None => Ok(Arc::new(Vec::new())),
+                    Some(read) => parquet::read_records(read.data)
+                        .map_err(|e| StoreError::Unavailable(format!("reference set '{path}': {e}"))),
+                }
+            })
+            .await
+            .map_err(|e: Arc<StoreError>| (*e).clone())?;
+        Ok(rows.get(row as usize).cloned().flatten())
     }
 
     fn inline_info(parsed: &Parsed, size: u64) -> ObjectInfo {
@@ -112,10 +178,10 @@ impl ReferenceSet {
         if_match: Option<&str>,
     ) -> Result<Option<ReadResult>, StoreError> {
         let parsed = self.parsed().await?;
-        let Some(reference) = parsed.refs.get(key) else {
+        let Some(reference) = self.lookup(&parsed, key).await? else {
             return Ok(None);
         };
-        match reference {
+        match &reference {
             Reference::Inline(data) => {
                 if if_match.is_some_and(|e| Some(e) != parsed.etag.as_deref()) {
                     return Err(StoreError::Changed(key.to_string()));
@@ -145,7 +211,7 @@ impl ReferenceSet {
         if_match: Option<&str>,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
         let parsed = self.parsed().await?;
-        match parsed.refs.get(key) {
+        match self.lookup(&parsed, key).await?.as_ref() {
             None => Ok(None),
             Some(Reference::Span(url, span)) => self
                 .containers
@@ -165,7 +231,7 @@ impl ReferenceSet {
     /// Metadata of `key`: for a reference, its span and the object's ETag.
     pub(crate) async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let parsed = self.parsed().await?;
-        match parsed.refs.get(key) {
+        match self.lookup(&parsed, key).await?.as_ref() {
             None => Ok(None),
             Some(Reference::Inline(data)) => Ok(Some(Self::inline_info(&parsed, data.len() as u64))),
             Some(Reference::Object(url)) => Ok(Some(
@@ -193,7 +259,12 @@ impl ReferenceSet {
             format!("{prefix}/")
         };
         let (mut dirs, mut files) = (Vec::<String>::new(), Vec::new());
-        for key in parsed.refs.keys().filter(|k| k.starts_with(&start)) {
+        // A Parquet set lists its metadata keys (chunks are found by key).
+        let keys: Vec<&String> = match &parsed.refs {
+            Refs::Json(refs) => refs.keys().collect(),
+            Refs::Parquet(refs, _) => refs.metadata.keys().collect(),
+        };
+        for key in keys.into_iter().filter(|k| k.starts_with(&start)) {
             match key[start.len()..].split_once('/') {
                 Some((dir, _)) => {
                     if dirs.last().map(String::as_str) != Some(dir) {

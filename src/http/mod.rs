@@ -119,6 +119,16 @@ impl AppState {
     /// The dataset a URL names (`name`, or `name@ref` for a version of an
     /// Icechunk repository), if the request may read it.
     async fn dataset(&self, addressed: &str, headers: &HeaderMap) -> Result<Dataset, ApiError> {
+        let (configured, version) = self.configured(addressed, headers)?;
+        Ok(configured.at(version).await?)
+    }
+
+    /// The configured dataset a URL names, and the version it asks for.
+    fn configured<'a>(
+        &'a self,
+        addressed: &'a str,
+        headers: &HeaderMap,
+    ) -> Result<(&'a Dataset, Option<&'a str>), ApiError> {
         let (name, version) = match addressed.split_once('@') {
             Some((name, version)) => (name, Some(version)),
             None => (addressed, None),
@@ -128,7 +138,7 @@ impl AppState {
             .get(name)
             .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
         check_token(served.token.as_deref(), headers)?;
-        Ok(served.dataset.at(version).await?)
+        Ok((&served.dataset, version))
     }
 
     /// The datasets this request may read (an unknown token sees what an
@@ -372,10 +382,13 @@ enum Caching {
 
 /// The caching of a request path: a dataset route is cached for
 /// `max-age`, or for good when it names a tag or a snapshot (`ds@tag.v1`),
-/// but the ref listing, which changes with every commit, never is.
+/// but the ref listing, which changes with every commit, never is; an
+/// explorer page only when it names a tag or a snapshot.
 fn caching(path: &str) -> Caching {
-    let Some(rest) = path.strip_prefix(CACHEABLE_PREFIX) else {
-        return Caching::Unsaid;
+    let (rest, otherwise) = match (path.strip_prefix(CACHEABLE_PREFIX), path.strip_prefix("/explore/")) {
+        (Some(rest), _) => (rest, Caching::MaxAge),
+        (None, Some(rest)) => (rest, Caching::Unsaid),
+        (None, None) => return Caching::Unsaid,
     };
     let mut segments = rest.trim_start_matches('/').split('/');
     let dataset = percent_encoding::percent_decode_str(segments.next().unwrap_or_default()).decode_utf8_lossy();
@@ -386,7 +399,7 @@ fn caching(path: &str) -> Caching {
     if immutable && segments.next() != Some("refs") {
         Caching::Immutable
     } else {
-        Caching::MaxAge
+        otherwise
     }
 }
 

@@ -78,11 +78,13 @@ pub(super) async fn refs(
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(&ds, &headers).await?;
+    // The repository's refs, whatever version the URL names.
+    let (dataset, _) = state.configured(&ds, &headers)?;
     require_json(&headers)?;
     if !dataset.store().is_versioned() {
         return Err(ApiError::BadRequest(format!(
-            "dataset '{ds}' is not an Icechunk repository: it has no refs"
+            "dataset '{}' is not an Icechunk repository: it has no refs",
+            dataset.name
         )));
     }
     let refs = dataset.store().refs().await?;

@@ -3,9 +3,14 @@
 //!
 //! A dataset lists URL prefixes (`virtual_chunk_containers`). A referenced
 //! object is read only when its URL starts with one of them, through a
-//! [`Store`] rooted at that prefix (its last `/`), so the key left over is
-//! validated like every other key and cannot climb out of the prefix. Any
-//! other URL is [`StoreError::Forbidden`] before anything is fetched.
+//! [`Store`] rooted at that prefix (its last `/`, never above the host or
+//! bucket), so the key left over is validated like every other key and
+//! cannot climb out of the prefix. Any other URL is
+//! [`StoreError::Forbidden`] before anything is fetched.
+//!
+//! Reads here are not conditional: the callers know what version a
+//! reference expects (an Icechunk checksum, a reference set's ETag) and
+//! check the object's metadata the read returns.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -50,13 +55,34 @@ pub(crate) fn normalise_url(url: &str) -> String {
     }
 }
 
+/// A container's prefix (a whole host or bucket gets its `/`) and the root
+/// of its store: the prefix up to its last `/`, never above the host.
+fn prefix_and_root(raw: &str) -> Result<(String, String), String> {
+    let mut prefix = normalise_url(raw);
+    let bad = |why: &str| format!("virtual_chunk_containers: '{raw}' {why}");
+    let url = url::Url::parse(&prefix).map_err(|e| bad(&format!("is not a URL: {e}")))?;
+    if url.scheme() != "file" && url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("names no host or bucket"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("has a query or a fragment"));
+    }
+    let authority = prefix.find("://").map_or(0, |i| i + 3);
+    if !prefix[authority..].contains('/') {
+        prefix.push('/');
+    }
+    let root = prefix[..prefix.rfind('/').expect("a '/' after the host") + 1].to_string();
+    Ok((prefix, root))
+}
+
 fn scheme(url: &str) -> &str {
     url.split_once("://").map_or("file", |(s, _)| s)
 }
 
 impl Containers {
-    /// The containers `list` allows, for a dataset stored at `location` with `options`.
-    pub(crate) fn new(list: &[VirtualContainer], location: &str, options: &StoreOptions) -> Self {
+    /// The containers `list` allows, for a dataset stored at `location` with
+    /// `options`; an error names a prefix that is not a URL.
+    pub(crate) fn new(list: &[VirtualContainer], location: &str, options: &StoreOptions) -> Result<Self, String> {
         let own_scheme = scheme(&normalise_url(location))
             .trim_start_matches("icechunk+")
             .trim_start_matches("refs+")
@@ -64,8 +90,7 @@ impl Containers {
         let mut entries: Vec<Entry> = list
             .iter()
             .map(|c| {
-                let prefix = normalise_url(&c.url_prefix);
-                let root = prefix[..prefix.rfind('/').map_or(prefix.len(), |i| i + 1)].to_string();
+                let (prefix, root) = prefix_and_root(&c.url_prefix)?;
                 let backend = match &c.options {
                     Some(own) => own.clone(),
                     None if scheme(&prefix) == own_scheme => options.backend.clone(),
@@ -76,16 +101,16 @@ impl Containers {
                     containers: Vec::new(),
                     ..options.clone()
                 };
-                Entry {
+                Ok(Entry {
                     prefix,
                     root,
                     options,
                     store: OnceLock::new(),
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         entries.sort_by_key(|e| std::cmp::Reverse(e.prefix.len()));
-        Self { entries }
+        Ok(Self { entries })
     }
 
     /// The store holding `url` and the object's key in it; `Forbidden` for
@@ -108,7 +133,12 @@ impl Containers {
             .find(|e| url.starts_with(&e.prefix))
             .ok_or_else(forbidden)?;
         let key = url[entry.root.len()..].to_string();
-        super::validate_key(&key).map_err(|e| StoreError::Forbidden(format!("'{url}': {e}")))?;
+        super::validate_key(&key).map_err(|e| {
+            StoreError::Forbidden(format!(
+                "'{url}' is not read: under its virtual_chunk_containers prefix '{}', {e}",
+                entry.prefix
+            ))
+        })?;
         let store = entry
             .store
             .get_or_init(|| Store::open(&entry.root, &entry.options))
@@ -124,20 +154,20 @@ impl Containers {
 
     /// Read `range` of the `length` bytes at `offset` of the object at `url`
     /// (a whole object when `span` is `None`). The result's range and size
-    /// are relative to the span, as if it were an object of its own; a
-    /// missing object is an error (a reference to nothing is corrupt).
+    /// are relative to the span, as if it were an object of its own; its
+    /// ETag and modification time are the object's. A missing object is an
+    /// error (a reference to nothing is corrupt).
     pub(crate) async fn get(
         &self,
         url: &str,
         span: Option<Range<u64>>,
         range: ByteRange,
-        if_match: Option<&str>,
         named_prefix: Option<&str>,
     ) -> Result<ReadResult, StoreError> {
         let (store, key) = self.locate(url, named_prefix)?;
         let missing = || StoreError::Unavailable(format!("referenced object '{url}' does not exist"));
         let Some(span) = span else {
-            return store.get(&key, range, if_match).await?.ok_or_else(missing);
+            return store.get(&key, range, None).await?.ok_or_else(missing);
         };
         let len = span.end - span.start;
         let inner = match range {
@@ -148,7 +178,7 @@ impl Containers {
         };
         let absolute = span.start + inner.start..span.start + inner.end;
         let mut read = store
-            .get(&key, ByteRange::Bounded(absolute.clone()), if_match)
+            .get(&key, ByteRange::Bounded(absolute.clone()), None)
             .await?
             .ok_or_else(missing)?;
         if read.data.len() as u64 != absolute.end - absolute.start {
@@ -168,7 +198,6 @@ impl Containers {
         url: &str,
         span: Range<u64>,
         ranges: &[Range<u64>],
-        if_match: Option<&str>,
         named_prefix: Option<&str>,
     ) -> Result<Vec<Bytes>, StoreError> {
         let (store, key) = self.locate(url, named_prefix)?;
@@ -178,7 +207,7 @@ impl Containers {
             .map(|r| span.start + r.start.min(len)..span.start + r.end.min(len))
             .collect();
         store
-            .get_ranges(&key, &absolute, if_match)
+            .get_ranges(&key, &absolute, None)
             .await?
             .ok_or_else(|| StoreError::Unavailable(format!("referenced object '{url}' does not exist")))
     }
@@ -196,7 +225,7 @@ mod tests {
                 options: None,
             })
             .collect();
-        Containers::new(&list, "/tmp", &StoreOptions::default())
+        Containers::new(&list, "/tmp", &StoreOptions::default()).unwrap()
     }
 
     #[test]
@@ -220,6 +249,23 @@ mod tests {
             assert!(matches!(err, StoreError::Forbidden(_)), "{bad}: {err}");
             assert!(err.to_string().contains(bad.trim_start_matches("file://")), "{err}");
         }
+        // A prefix naming a whole host or bucket stops at its boundary.
+        let hosts = containers(&["https://data.example", "s3://bucket"]);
+        assert_eq!(hosts.locate("https://data.example/a/b.nc", None).unwrap().1, "a/b.nc");
+        assert_eq!(hosts.locate("s3://bucket/b.nc", None).unwrap().1, "b.nc");
+        for bad in ["https://data.example.evil/x", "s3://bucket-2/x", "https://data.example"] {
+            assert!(hosts.locate(bad, None).is_err(), "{bad}");
+        }
+        for bad in ["s3://", "https://", "not a url", "s3://bucket/x?y=1"] {
+            let list = [VirtualContainer {
+                url_prefix: bad.into(),
+                options: None,
+            }];
+            let err = Containers::new(&list, "/tmp", &StoreOptions::default()).unwrap_err();
+            assert!(err.contains(bad) && err.contains("virtual_chunk_containers"), "{err}");
+        }
+        let err = c.locate("/data/archive/../x", None).unwrap_err();
+        assert!(err.to_string().contains("virtual_chunk_containers"), "{err}");
         let err = c.locate("s3://elsewhere/x.nc", Some("s3://elsewhere/")).unwrap_err();
         assert!(err.to_string().contains("virtual_chunk_containers"), "{err}");
         assert!(err.to_string().contains("container 's3://elsewhere/'"), "{err}");
@@ -232,32 +278,23 @@ mod tests {
         let prefix = format!("file://{}/", dir.path().display());
         let c = containers(&[&prefix]);
         let url = format!("{prefix}f.bin");
-        let read = c.get(&url, Some(10..20), ByteRange::All, None, None).await.unwrap();
+        let read = c.get(&url, Some(10..20), ByteRange::All, None).await.unwrap();
         assert_eq!(&read.data[..], &(10u8..20).collect::<Vec<_>>()[..]);
         assert_eq!(read.info.size, 10);
-        let read = c
-            .get(&url, Some(10..20), ByteRange::Bounded(2..5), None, None)
-            .await
-            .unwrap();
+        let read = c.get(&url, Some(10..20), ByteRange::Bounded(2..5), None).await.unwrap();
         assert_eq!(&read.data[..], &[12, 13, 14]);
         assert_eq!(read.range, 2..5);
-        let read = c
-            .get(&url, Some(10..20), ByteRange::Suffix(3), None, None)
-            .await
-            .unwrap();
+        let read = c.get(&url, Some(10..20), ByteRange::Suffix(3), None).await.unwrap();
         assert_eq!(&read.data[..], &[17, 18, 19]);
-        let parts = c.get_ranges(&url, 50..60, &[0..2, 8..10], None, None).await.unwrap();
+        let parts = c.get_ranges(&url, 50..60, &[0..2, 8..10], None).await.unwrap();
         assert_eq!(
             parts,
             vec![Bytes::from_static(&[50, 51]), Bytes::from_static(&[58, 59])]
         );
-        let err = c
-            .get(&url, Some(95..120), ByteRange::All, None, None)
-            .await
-            .unwrap_err();
+        let err = c.get(&url, Some(95..120), ByteRange::All, None).await.unwrap_err();
         assert!(err.to_string().contains("shorter"), "{err}");
         let err = c
-            .get(&format!("{prefix}none.bin"), Some(0..4), ByteRange::All, None, None)
+            .get(&format!("{prefix}none.bin"), Some(0..4), ByteRange::All, None)
             .await
             .unwrap_err();
         assert!(err.to_string().contains("does not exist"), "{err}");

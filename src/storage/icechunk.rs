@@ -148,11 +148,19 @@ fn is_unknown(error: &icechunk::repository::RepositoryError) -> bool {
     use icechunk::repository::RepositoryErrorKind as K;
     matches!(
         &error.kind,
-        K::Ref(RefErrorKind::RefNotFound(_) | RefErrorKind::InvalidRefName(_))
+        K::Ref(RefErrorKind::RefNotFound(_))
+            | K::StorageError(icechunk::storage::StorageErrorKind::ObjectNotFound)
             | K::SnapshotNotFound { .. }
             | K::InvalidSnapshotId(_)
             | K::FormatError(F::SnapshotIdNotFound { .. } | F::BranchNotFound { .. } | F::TagNotFound { .. })
     )
+}
+
+/// Whether a repository error means "not a valid ref name".
+fn is_malformed(error: &icechunk::repository::RepositoryError) -> bool {
+    use icechunk::refs::RefErrorKind;
+    use icechunk::repository::RepositoryErrorKind as K;
+    matches!(&error.kind, K::Ref(RefErrorKind::InvalidRefName(_)))
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
@@ -206,6 +214,9 @@ impl IcechunkRepository {
         };
         let id = match resolved {
             Ok(id) => id.to_string(),
+            Err(e) if is_malformed(&e) => {
+                return Err(StoreError::BadVersion(format!("malformed ref '{version}': {e}")))
+            }
             Err(e) if is_unknown(&e) => {
                 return Err(StoreError::UnknownVersion(format!(
                     "no ref '{version}' in this repository"
@@ -381,15 +392,6 @@ fn parse_key(key: &str) -> Option<Key> {
     Some(Key::Chunk(node_path(path)?, ChunkIndices(coords?)))
 }
 
-fn ic_range(range: &ByteRange) -> IcByteRange {
-    match range {
-        ByteRange::All => IcByteRange::ALL,
-        ByteRange::Bounded(r) => IcByteRange::Bounded(r.clone()),
-        ByteRange::From(o) => IcByteRange::From(*o),
-        ByteRange::Suffix(n) => IcByteRange::Last(*n),
-    }
-}
-
 /// The bytes `range` selects of an object of `len` bytes.
 fn resolve(range: &ByteRange, len: u64) -> Range<u64> {
     match range {
@@ -465,16 +467,21 @@ impl IcechunkSnapshot {
                 if let ChunkPayload::Virtual(reference) = &payload {
                     let url = self.virtual_url(&session, &reference.location)?;
                     let span = reference.offset..reference.offset + reference.length;
-                    let etag = checksum_etag(reference.checksum.as_ref());
-                    let mut read = self
-                        .containers
-                        .get(&url.0, Some(span), range, etag.as_deref(), url.1.as_deref())
-                        .await?;
+                    let mut read = self.containers.get(&url.0, Some(span), range, url.1.as_deref()).await?;
+                    check_checksum(&url.0, reference.checksum.as_ref(), &read.info)?;
                     read.info = self.info(size);
                     return Ok(Some(read));
                 }
+                // The crate refuses ranges past a chunk's end: clamp them.
+                if resolved.is_empty() {
+                    return Ok(Some(ReadResult {
+                        data: Bytes::new(),
+                        range: resolved,
+                        info: self.info(size),
+                    }));
+                }
                 let reader = session
-                    .get_chunk_reader(&path, &coords, &ic_range(&range))
+                    .get_chunk_reader(&path, &coords, &IcByteRange::Bounded(resolved.clone()))
                     .await
                     .map_err(|e| session_error(e).unwrap_or_else(|| unavailable("chunk vanished")))?;
                 let Some(reader) = reader else {
@@ -496,9 +503,12 @@ impl IcechunkSnapshot {
         session: &Session,
         location: &icechunk::format::manifest::VirtualChunkLocation,
     ) -> Result<(String, Option<String>), StoreError> {
-        let url = session
-            .resolve_virtual_location(location)
-            .map_err(|e| StoreError::Forbidden(format!("virtual chunk '{}': {e}", location.url())))?;
+        let url = session.resolve_virtual_location(location).map_err(|e| {
+            StoreError::Forbidden(format!(
+                "virtual chunk '{}' names no container this server may read (virtual_chunk_containers): {e}",
+                location.url()
+            ))
+        })?;
         let container = session.matching_container(location).map(|c| c.url_prefix().to_string());
         Ok((url, container))
     }
@@ -575,12 +585,25 @@ fn payload_size(payload: &ChunkPayload) -> Result<u64, StoreError> {
     }
 }
 
-/// The ETag a virtual chunk's object must still have, when recorded.
-fn checksum_etag(checksum: Option<&Checksum>) -> Option<String> {
-    match checksum {
-        Some(Checksum::ETag(etag)) => Some(etag.0.trim_matches('"').to_string()),
-        _ => None,
+/// A virtual chunk's object must still be what the snapshot recorded: the
+/// same ETag (quotes aside), or not modified after the recorded time.
+fn check_checksum(url: &str, checksum: Option<&Checksum>, object: &ObjectInfo) -> Result<(), StoreError> {
+    let changed = match checksum {
+        None => false,
+        Some(Checksum::ETag(etag)) => {
+            object.etag.as_deref().map(|e| e.trim_matches('"')) != Some(etag.0.trim_matches('"'))
+        }
+        Some(Checksum::LastModified(seconds)) => {
+            let recorded = SystemTime::UNIX_EPOCH + Duration::from_secs(u64::from(seconds.0));
+            object.last_modified > recorded
+        }
+    };
+    if changed {
+        return Err(StoreError::Unavailable(format!(
+            "the object of a virtual chunk, '{url}', changed after the snapshot recorded it"
+        )));
     }
+    Ok(())
 }
 
 /// Unused options of a dataset would be silently ignored by the crate's

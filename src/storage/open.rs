@@ -105,7 +105,7 @@ impl Store {
     fn open_icechunk(location: &str, repository: &str, options: &StoreOptions) -> Result<Self, String> {
         let url = Url::parse(repository).map_err(|e| format!("invalid Icechunk repository URL '{repository}': {e}"))?;
         super::icechunk::check_options(url.scheme(), &options.backend)?;
-        let containers = Arc::new(Containers::new(&options.containers, location, options));
+        let containers = Arc::new(Containers::new(&options.containers, location, options)?);
         let repository = super::icechunk::IcechunkRepository::new(url, options, containers);
         let mut store = Store::new(Arc::new(InMemory::new()), Path::default(), options);
         store.source = Source::Repository(Arc::new(repository));
@@ -129,7 +129,7 @@ impl Store {
         // The set's own reads have their own limiter: they run inside a
         // request that holds a permit of the dataset's.
         let holder = Store::open(&dir, &plain)?;
-        let containers = Arc::new(Containers::new(&options.containers, location, options));
+        let containers = Arc::new(Containers::new(&options.containers, location, options)?);
         let references = ReferenceSet::new(holder, key.to_string(), options.ref_ttl, containers);
         Ok(Store {
             source: Source::References(Arc::new(references)),

@@ -10,6 +10,7 @@ repositories, the NetCDF file and the reference sets are written to that
 S3 server instead, and the server reads them there.
 """
 import base64
+import datetime
 import json
 import os
 import re
@@ -171,6 +172,14 @@ def world():
                 for i in range(2):
                     info = dset.id.get_chunk_info_by_coord((t, j * 10, i * 15))
                     session.store.set_virtual_ref(f"t2m/c/{t}/{j}/{i}", nc_url, offset=info.byte_offset, length=info.size)
+        # The first chunk again, recorded with the file's modification time:
+        # long before the file was written (stale), or long after (fresh).
+        info = dset.id.get_chunk_info_by_coord((0, 0, 0))
+        for name, when in [("stale", datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)),
+                           ("fresh", datetime.datetime(2100, 1, 1, tzinfo=datetime.timezone.utc))]:
+            root.create_array(name, shape=(1, 10, 15), chunks=(1, 10, 15), dtype="float32", compressors=None)
+            session.store.set_virtual_ref(f"{name}/c/0/0/0", nc_url, offset=info.byte_offset, length=info.size,
+                                          checksum=when)
     w["vsnap"] = session.commit("virtual")
 
     # A repository whose only virtual chunk points where no container of
@@ -411,7 +420,9 @@ def test_every_route_reads_a_ref(world):
     v2 = zarr.open_array(zarr.storage.FsspecStore.from_url(w["base"] + base + "/v2/temp", read_only=True), mode="r", zarr_format=2)
     np.testing.assert_array_equal(v2[:], v1)
     # The explorer, a map tile, WMS, DAP2 and EDR.
-    assert fetch(w, "/explore/ic@tag.v1/temp")[0] == 200
+    status, headers, _ = fetch(w, "/explore/ic@tag.v1/temp")
+    assert status == 200 and headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert "cache-control" not in fetch(w, "/explore/ic/temp")[1]
     status, headers, png = fetch(w, base + "/tiles/WebMercatorQuad/0/0/0?variable=temp")
     assert status == 200 and png[:4] == b"\x89PNG", png[:200]
     assert "immutable" in headers["cache-control"]
@@ -443,6 +454,14 @@ def test_virtual_chunks_read_the_netcdf_file(world):
     theirs = zarr.open_group(repo.readonly_session(branch="main").store, mode="r")["t2m"][:]
     np.testing.assert_array_equal(got, theirs)
     np.testing.assert_array_equal(array(w, f"/v1/datasets/icv@{w['vsnap']}/data/t2m", select="2,3:17,4:29"), want[2, 3:17, 4:29])
+
+
+def test_a_virtual_chunk_whose_file_changed_is_an_error_never_other_data(world):
+    w = world
+    np.testing.assert_array_equal(array(w, "/v1/datasets/icv/data/fresh"), netcdf(w, "t2m")[0:1, 0:10, 0:15])
+    status, _, body = fetch(w, "/v1/datasets/icv/data/stale?format=json")
+    assert status >= 500, body
+    assert "changed after the snapshot" in json.loads(body)["detail"], body
 
 
 @pytest.mark.parametrize("dataset,url_key", [("icv_closed", "nc_url"), ("ico", "elsewhere")])

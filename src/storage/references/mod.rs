@@ -101,7 +101,14 @@ impl ReferenceSet {
                 Refs::Json(_) => self.key.clone(),
                 Refs::Parquet(..) => self.parquet_key(),
             };
-            let now = self.store.head(&document).await?;
+            // A set that cannot be checked now is kept until it can be.
+            let now = self.store.head(&document).await.unwrap_or_else(|_| {
+                Some(ObjectInfo {
+                    size: 0,
+                    etag: parsed.etag.clone(),
+                    last_modified: std::time::SystemTime::UNIX_EPOCH,
+                })
+            });
             if now.is_some_and(|info| info.etag.is_some() && info.etag == parsed.etag) {
                 let parsed = parsed.clone();
                 *loaded = Some((Instant::now(), parsed.clone()));
@@ -111,7 +118,12 @@ impl ReferenceSet {
         let bad = |e: String| StoreError::Unavailable(format!("reference set '{}': {e}", self.key));
         let (read, refs) = match self.store.get(&self.key, ByteRange::All, None).await? {
             Some(read) => {
-                let refs = parse(&read.data).map_err(bad)?;
+                // A large set takes a while to parse: off the async threads.
+                let data = read.data.clone();
+                let refs = tokio::task::spawn_blocking(move || parse(&data))
+                    .await
+                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(bad)?;
                 (read, Refs::Json(refs))
             }
             None => {
@@ -170,6 +182,25 @@ impl ReferenceSet {
         }
     }
 
+    /// The version of a reference: the set's ETag with the span (or the
+    /// whole object's ETag), so a key's version changes when the set
+    /// points it elsewhere, never only when the set changes elsewhere.
+    fn version(parsed: &Parsed, at: &str) -> String {
+        format!("{}:{at}", parsed.etag.as_deref().unwrap_or("").trim_matches('"'))
+    }
+
+    fn span_version(parsed: &Parsed, span: &Range<u64>) -> String {
+        Self::version(parsed, &format!("{}-{}", span.start, span.end))
+    }
+
+    /// `Changed` unless `if_match` (when given) is `version`.
+    fn check(key: &str, if_match: Option<&str>, version: Option<&str>) -> Result<(), StoreError> {
+        match if_match {
+            Some(wanted) if Some(wanted) != version => Err(StoreError::Changed(key.to_string())),
+            _ => Ok(()),
+        }
+    }
+
     /// Read `range` of `key`; `None` when the set has no such key.
     pub(crate) async fn get(
         &self,
@@ -181,26 +212,33 @@ impl ReferenceSet {
         let Some(reference) = self.lookup(&parsed, key).await? else {
             return Ok(None);
         };
-        match &reference {
+        let read = match &reference {
             Reference::Inline(data) => {
-                if if_match.is_some_and(|e| Some(e) != parsed.etag.as_deref()) {
-                    return Err(StoreError::Changed(key.to_string()));
-                }
+                Self::check(key, if_match, parsed.etag.as_deref())?;
                 let size = data.len() as u64;
                 let r = clamp(&range, size);
-                Ok(Some(ReadResult {
+                ReadResult {
                     data: data.slice(r.start as usize..r.end as usize),
                     range: r,
                     info: Self::inline_info(&parsed, size),
-                }))
+                }
             }
-            Reference::Object(url) => self.containers.get(url, None, range, if_match, None).await.map(Some),
-            Reference::Span(url, span) => self
-                .containers
-                .get(url, Some(span.clone()), range, if_match, None)
-                .await
-                .map(Some),
-        }
+            Reference::Span(url, span) => {
+                let version = Self::span_version(&parsed, span);
+                Self::check(key, if_match, Some(&version))?;
+                let mut read = self.containers.get(url, Some(span.clone()), range, None).await?;
+                read.info.etag = Some(version);
+                read
+            }
+            Reference::Object(url) => {
+                let mut read = self.containers.get(url, None, range, None).await?;
+                let version = Self::version(&parsed, read.info.etag.as_deref().unwrap_or("").trim_matches('"'));
+                Self::check(key, if_match, Some(&version))?;
+                read.info.etag = Some(version);
+                read
+            }
+        };
+        Ok(Some(read))
     }
 
     /// Several ranges of `key`; `None` when missing.
@@ -213,11 +251,13 @@ impl ReferenceSet {
         let parsed = self.parsed().await?;
         match self.lookup(&parsed, key).await?.as_ref() {
             None => Ok(None),
-            Some(Reference::Span(url, span)) => self
-                .containers
-                .get_ranges(url, span.clone(), ranges, if_match, None)
-                .await
-                .map(Some),
+            Some(Reference::Span(url, span)) => {
+                Self::check(key, if_match, Some(&Self::span_version(&parsed, span)))?;
+                self.containers
+                    .get_ranges(url, span.clone(), ranges, None)
+                    .await
+                    .map(Some)
+            }
             Some(_) => {
                 let reads = ranges
                     .iter()
@@ -228,24 +268,27 @@ impl ReferenceSet {
         }
     }
 
-    /// Metadata of `key`: for a reference, its span and the object's ETag.
+    /// Metadata of `key` (a span's without reading it: the object is
+    /// only checked against the allow-list).
     pub(crate) async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let parsed = self.parsed().await?;
         match self.lookup(&parsed, key).await?.as_ref() {
             None => Ok(None),
             Some(Reference::Inline(data)) => Ok(Some(Self::inline_info(&parsed, data.len() as u64))),
-            Some(Reference::Object(url)) => Ok(Some(
-                self.containers
-                    .get(url, None, ByteRange::Bounded(0..0), None, None)
-                    .await?
-                    .info,
-            )),
             Some(Reference::Span(url, span)) => {
-                let read = self
-                    .containers
-                    .get(url, Some(span.clone()), ByteRange::Bounded(0..0), None, None)
-                    .await?;
-                Ok(Some(read.info))
+                self.containers.check(url, None)?;
+                Ok(Some(ObjectInfo {
+                    etag: Some(Self::span_version(&parsed, span)),
+                    ..Self::inline_info(&parsed, span.end - span.start)
+                }))
+            }
+            Some(Reference::Object(url)) => {
+                let read = self.containers.get(url, None, ByteRange::Bounded(0..0), None).await?;
+                let version = Self::version(&parsed, read.info.etag.as_deref().unwrap_or("").trim_matches('"'));
+                Ok(Some(ObjectInfo {
+                    etag: Some(version),
+                    ..read.info
+                }))
             }
         }
     }

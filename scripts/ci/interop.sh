@@ -18,7 +18,7 @@ echo "map clients' pictures (GDAL, Leaflet, OpenLayers, QGIS): ${ZS_ARTIFACTS:-$
 step "interop: OPeNDAP DAP2 (ncdump, netCDF4, xarray, pydap) and CSV/NetCDF/GeoTIFF downloads (pandas, netCDF4, xarray, ncdump, rasterio)"
 "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/dap
 step "interop: Icechunk repositories and kerchunk references written by icechunk-python, xarray, netCDF4 and kerchunk"
-ZARR_SERVE_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk
+ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk
 step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
 "${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py tests/python/test_codecs_http.py
 PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"

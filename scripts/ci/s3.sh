@@ -16,7 +16,7 @@ export AWS_ENDPOINT=http://127.0.0.1:$S3_PORT AWS_ALLOW_HTTP=true
 "$PY" tests/s3/upload.py "$AWS_ENDPOINT" zarr-fixtures interop/data.zarr "$ZARR_FIXTURES/data.zarr"
 store_suites s3://zarr-fixtures/interop/data.zarr --test s3_faults
 step "s3: Icechunk repositories (native and virtual chunks) and kerchunk references on S3"
-ZS_IC_S3_ENDPOINT=$AWS_ENDPOINT ZARR_SERVE_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk
+ZS_IC_S3_ENDPOINT=$AWS_ENDPOINT ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk
 kill "$S3_PID"
 step "s3: the S3 server stopped and restarted under a running service"
 "$PY" tests/s3/outage.py --bin "$SERVER_BIN" --fixtures "$ZARR_FIXTURES/data.zarr"

@@ -2,7 +2,7 @@
 (icechunk-python, xarray + zarr-python, netCDF4, kerchunk), served by
 zarr-serve and compared with what icechunk-python + zarr-python read.
 
-    ZARR_SERVE_BIN=target/ci/zarr-serve .venv-dap/bin/python -m pytest tests/icechunk
+    ZS_SERVER_BIN=target/ci/zarr-serve .venv-dap/bin/python -m pytest tests/icechunk
 
 On local files by default. With ZS_IC_S3_ENDPOINT (and AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_REGION set, as the s3 stage does), the
@@ -32,7 +32,7 @@ import xarray as xr
 import zarr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("ZARR_SERVE_BIN", os.path.join(ROOT, "target", "ci", "zarr-serve"))
+BIN = os.environ.get("ZS_SERVER_BIN", os.path.join(ROOT, "target", "ci", "zarr-serve"))
 S3 = os.environ.get("ZS_IC_S3_ENDPOINT")
 BUCKET = "icechunk-tests"
 TTL = 1.0
@@ -246,7 +246,9 @@ def world():
                          for c in d["virtual_chunk_containers"]]
                 out.write(f"virtual_chunk_containers = [{', '.join(items)}]\n")
     log = open(os.path.join(tmp, "server.log"), "w")
-    server = subprocess.Popen([BIN, "--config", config_path], stdout=log, stderr=subprocess.STDOUT)
+    # The server reads ZARR_SERVE_* variables as config: give it none.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZARR_SERVE_")}
+    server = subprocess.Popen([BIN, "--config", config_path], stdout=log, stderr=subprocess.STDOUT, env=env)
     w["base"] = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30
     while time.time() < deadline:

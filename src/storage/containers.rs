@@ -170,12 +170,7 @@ impl Containers {
             return store.get(&key, range, None).await?.ok_or_else(missing);
         };
         let len = span.end - span.start;
-        let inner = match range {
-            ByteRange::All => 0..len,
-            ByteRange::Bounded(r) => r.start.min(len)..r.end.min(len),
-            ByteRange::From(o) => o.min(len)..len,
-            ByteRange::Suffix(n) => len.saturating_sub(n)..len,
-        };
+        let inner = range.within(len);
         let absolute = span.start + inner.start..span.start + inner.end;
         let mut read = store
             .get(&key, ByteRange::Bounded(absolute.clone()), None)

@@ -29,7 +29,7 @@ use tokio::sync::{OnceCell, RwLock};
 use url::Url;
 
 use super::containers::Containers;
-use super::{ByteRange, ObjectInfo, ReadResult, StoreError, StoreOptions};
+use super::{check_version, ByteRange, ObjectInfo, ReadResult, StoreError, StoreOptions};
 
 /// A version of a repository, as a URL names it after `@`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -392,16 +392,6 @@ fn parse_key(key: &str) -> Option<Key> {
     Some(Key::Chunk(node_path(path)?, ChunkIndices(coords?)))
 }
 
-/// The bytes `range` selects of an object of `len` bytes.
-fn resolve(range: &ByteRange, len: u64) -> Range<u64> {
-    match range {
-        ByteRange::All => 0..len,
-        ByteRange::Bounded(r) => r.start.min(len)..r.end.min(len),
-        ByteRange::From(o) => (*o).min(len)..len,
-        ByteRange::Suffix(n) => len.saturating_sub(*n)..len,
-    }
-}
-
 fn session_error(e: SessionError) -> Option<StoreError> {
     match e.kind {
         SessionErrorKind::NodeNotFound { .. } | SessionErrorKind::NotAnArray { .. } => None,
@@ -423,14 +413,6 @@ impl IcechunkSnapshot {
         }
     }
 
-    /// A snapshot never changes: reads conditional on another version fail.
-    fn check_version(&self, if_match: Option<&str>, key: &str) -> Result<(), StoreError> {
-        match if_match {
-            Some(etag) if etag != self.id => Err(StoreError::Changed(key.to_string())),
-            _ => Ok(()),
-        }
-    }
-
     /// Read `range` of `key`; `None` when there is no such node or chunk.
     pub(crate) async fn get(
         &self,
@@ -438,7 +420,8 @@ impl IcechunkSnapshot {
         range: ByteRange,
         if_match: Option<&str>,
     ) -> Result<Option<ReadResult>, StoreError> {
-        self.check_version(if_match, key)?;
+        // A snapshot never changes: reads conditional on another version fail.
+        check_version(key, if_match, Some(&self.id))?;
         let session = self.session.read().await;
         match parse_key(key) {
             None => Ok(None),
@@ -448,7 +431,7 @@ impl IcechunkSnapshot {
                     Err(e) => return session_error(e).map_or(Ok(None), Err),
                 };
                 let size = node.user_data.len() as u64;
-                let range = resolve(&range, size);
+                let range = range.within(size);
                 let data = node.user_data.slice(range.start as usize..range.end as usize);
                 Ok(Some(ReadResult {
                     data,
@@ -463,7 +446,7 @@ impl IcechunkSnapshot {
                     Err(e) => return session_error(e).map_or(Ok(None), Err),
                 };
                 let size = payload_size(&payload)?;
-                let resolved = resolve(&range, size);
+                let resolved = range.within(size);
                 if let ChunkPayload::Virtual(reference) = &payload {
                     let url = self.virtual_url(&session, &reference.location)?;
                     let span = reference.offset..reference.offset + reference.length;

@@ -112,6 +112,26 @@ pub enum ByteRange {
     Suffix(u64),
 }
 
+impl ByteRange {
+    /// The bytes this selects of an object of `len` bytes (clamped to it).
+    pub(crate) fn within(&self, len: u64) -> Range<u64> {
+        match self {
+            ByteRange::All => 0..len,
+            ByteRange::Bounded(r) => r.start.min(len)..r.end.min(len),
+            ByteRange::From(o) => (*o).min(len)..len,
+            ByteRange::Suffix(n) => len.saturating_sub(*n)..len,
+        }
+    }
+}
+
+/// `Changed` unless `if_match`, when given, is the object's `version`.
+pub(crate) fn check_version(key: &str, if_match: Option<&str>, version: Option<&str>) -> Result<(), StoreError> {
+    match if_match {
+        Some(wanted) if Some(wanted) != version => Err(StoreError::Changed(key.to_string())),
+        _ => Ok(()),
+    }
+}
+
 /// One dataset's root in a store.
 #[derive(Debug, Clone)]
 pub struct Store {

@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::containers::Containers;
-use super::{ByteRange, ObjectInfo, ReadResult, Store, StoreError};
+use super::{check_version, ByteRange, ObjectInfo, ReadResult, Store, StoreError};
 
 mod parquet;
 use self::parquet::ParquetRefs;
@@ -193,14 +193,6 @@ impl ReferenceSet {
         Self::version(parsed, &format!("{}-{}", span.start, span.end))
     }
 
-    /// `Changed` unless `if_match` (when given) is `version`.
-    fn check(key: &str, if_match: Option<&str>, version: Option<&str>) -> Result<(), StoreError> {
-        match if_match {
-            Some(wanted) if Some(wanted) != version => Err(StoreError::Changed(key.to_string())),
-            _ => Ok(()),
-        }
-    }
-
     /// Read `range` of `key`; `None` when the set has no such key.
     pub(crate) async fn get(
         &self,
@@ -214,9 +206,9 @@ impl ReferenceSet {
         };
         let read = match &reference {
             Reference::Inline(data) => {
-                Self::check(key, if_match, parsed.etag.as_deref())?;
+                check_version(key, if_match, parsed.etag.as_deref())?;
                 let size = data.len() as u64;
-                let r = clamp(&range, size);
+                let r = range.within(size);
                 ReadResult {
                     data: data.slice(r.start as usize..r.end as usize),
                     range: r,
@@ -225,7 +217,7 @@ impl ReferenceSet {
             }
             Reference::Span(url, span) => {
                 let version = Self::span_version(&parsed, span);
-                Self::check(key, if_match, Some(&version))?;
+                check_version(key, if_match, Some(&version))?;
                 let mut read = self.containers.get(url, Some(span.clone()), range, None).await?;
                 read.info.etag = Some(version);
                 read
@@ -233,7 +225,7 @@ impl ReferenceSet {
             Reference::Object(url) => {
                 let mut read = self.containers.get(url, None, range, None).await?;
                 let version = Self::version(&parsed, read.info.etag.as_deref().unwrap_or("").trim_matches('"'));
-                Self::check(key, if_match, Some(&version))?;
+                check_version(key, if_match, Some(&version))?;
                 read.info.etag = Some(version);
                 read
             }
@@ -252,7 +244,7 @@ impl ReferenceSet {
         match self.lookup(&parsed, key).await?.as_ref() {
             None => Ok(None),
             Some(Reference::Span(url, span)) => {
-                Self::check(key, if_match, Some(&Self::span_version(&parsed, span)))?;
+                check_version(key, if_match, Some(&Self::span_version(&parsed, span)))?;
                 self.containers
                     .get_ranges(url, span.clone(), ranges, None)
                     .await
@@ -319,15 +311,6 @@ impl ReferenceSet {
         }
         dirs.dedup();
         Ok((dirs, files))
-    }
-}
-
-fn clamp(range: &ByteRange, len: u64) -> Range<u64> {
-    match range {
-        ByteRange::All => 0..len,
-        ByteRange::Bounded(r) => r.start.min(len)..r.end.min(len),
-        ByteRange::From(o) => (*o).min(len)..len,
-        ByteRange::Suffix(n) => len.saturating_sub(*n)..len,
     }
 }
 

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::future::BoxFuture;
+use futures::{FutureExt, TryStreamExt};
 use icechunk::format::manifest::{Checksum, ChunkPayload};
-use icechunk::format::{ByteRange as IcByteRange, ChunkIndices, Path as IcPath, SnapshotId};
+use icechunk::format::{ChunkIndices, Path as IcPath, SnapshotId, CHUNKS_FILE_PATH};
 use icechunk::repository::VersionInfo;
 use icechunk::session::{Session, SessionError, SessionErrorKind};
 use icechunk::storage::{S3Credentials, S3Options, S3StaticCredentials};
@@ -29,7 +30,7 @@ use tokio::sync::{OnceCell, RwLock};
 use url::Url;
 
 use super::containers::Containers;
-use super::{check_version, ByteRange, ObjectInfo, ReadResult, StoreError, StoreOptions};
+use super::{check_version, ByteRange, ObjectInfo, ReadResult, Store, StoreError, StoreOptions};
 
 /// A version of a repository, as a URL names it after `@`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -114,6 +115,8 @@ pub(crate) struct IcechunkRepository {
     /// Open sessions by snapshot id.
     snapshots: moka::future::Cache<String, Arc<IcechunkSnapshot>>,
     containers: Arc<Containers>,
+    /// The repository's own objects, read through our store (see [`IcechunkSnapshot`]).
+    objects: Store,
 }
 
 impl std::fmt::Debug for IcechunkRepository {
@@ -131,6 +134,10 @@ pub(crate) struct IcechunkSnapshot {
     session: Arc<RwLock<Session>>,
     written: SystemTime,
     containers: Arc<Containers>,
+    /// The repository's objects: native chunks are read from here, at the
+    /// path and range the crate's manifest gives, through the store layer's
+    /// own reads (the crate streams a local file in 8 KiB pieces).
+    objects: Store,
 }
 
 impl std::fmt::Debug for IcechunkSnapshot {
@@ -170,7 +177,7 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
 impl IcechunkRepository {
     /// The repository at `url` (the dataset URL without `icechunk+`); nothing
     /// is contacted until the first request.
-    pub(crate) fn new(url: Url, options: &StoreOptions, containers: Arc<Containers>) -> Self {
+    pub(crate) fn new(url: Url, options: &StoreOptions, containers: Arc<Containers>, objects: Store) -> Self {
         Self {
             url,
             options: options.clone(),
@@ -181,6 +188,7 @@ impl IcechunkRepository {
                 .build(),
             snapshots: moka::future::Cache::builder().max_capacity(64).build(),
             containers,
+            objects,
         }
     }
 
@@ -254,6 +262,7 @@ impl IcechunkRepository {
                 session,
                 written,
                 containers: self.containers.clone(),
+                objects: self.objects.clone(),
             }))
         };
         self.snapshots
@@ -455,22 +464,8 @@ impl IcechunkSnapshot {
                     read.info = self.info(size);
                     return Ok(Some(read));
                 }
-                // The crate refuses ranges past a chunk's end: clamp them.
-                if resolved.is_empty() {
-                    return Ok(Some(ReadResult {
-                        data: Bytes::new(),
-                        range: resolved,
-                        info: self.info(size),
-                    }));
-                }
-                let reader = session
-                    .get_chunk_reader(&path, &coords, &IcByteRange::Bounded(resolved.clone()))
-                    .await
-                    .map_err(|e| session_error(e).unwrap_or_else(|| unavailable("chunk vanished")))?;
-                let Some(reader) = reader else {
-                    return Ok(None);
-                };
-                let data = reader.await.map_err(unavailable)?;
+                drop(session);
+                let data = self.native(&payload, std::slice::from_ref(&resolved)).await?.remove(0);
                 Ok(Some(ReadResult {
                     data,
                     range: resolved,
@@ -503,11 +498,71 @@ impl IcechunkSnapshot {
         ranges: &[Range<u64>],
         if_match: Option<&str>,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        check_version(key, if_match, Some(&self.id))?;
+        let payload = match parse_key(key) {
+            Some(Key::Chunk(path, coords)) => {
+                let session = self.session.read().await;
+                match session.get_chunk_ref(&path, &coords).await {
+                    Ok(payload) => payload,
+                    Err(e) => return session_error(e).map_or(Ok(None), Err),
+                }
+            }
+            _ => None,
+        };
+        if let Some(payload @ (ChunkPayload::Ref(_) | ChunkPayload::Inline(_))) = &payload {
+            let size = payload_size(payload)?;
+            let clamped: Vec<Range<u64>> = ranges
+                .iter()
+                .map(|r| ByteRange::Bounded(r.clone()).within(size))
+                .collect();
+            return self.native(payload, &clamped).await.map(Some);
+        }
+        // Metadata, and virtual chunks (each read checked against its checksum).
         let reads = ranges
             .iter()
             .map(|r| self.get(key, ByteRange::Bounded(r.clone()), if_match));
         let reads: Vec<Option<ReadResult>> = futures::future::try_join_all(reads).await?;
         Ok(reads.into_iter().map(|r| r.map(|r| r.data)).collect())
+    }
+
+    /// `ranges` (within the chunk) of an inline chunk or of a native one,
+    /// read from the chunk object at the manifest's offset. A boxed future,
+    /// not an `async fn`: the store's reads lead back here (a snapshot is a
+    /// store too), and a named type ends the cycle.
+    fn native<'a>(
+        &'a self,
+        payload: &'a ChunkPayload,
+        ranges: &'a [Range<u64>],
+    ) -> BoxFuture<'a, Result<Vec<Bytes>, StoreError>> {
+        async move {
+            let chunk = match payload {
+                ChunkPayload::Inline(bytes) => {
+                    return Ok(ranges
+                        .iter()
+                        .map(|r| bytes.slice(r.start as usize..r.end as usize))
+                        .collect())
+                }
+                ChunkPayload::Ref(chunk) => chunk,
+                other => return Err(unavailable(format!("not a native chunk: {other:?}"))),
+            };
+            let key = format!("{CHUNKS_FILE_PATH}/{}", chunk.id);
+            let absolute: Vec<Range<u64>> = ranges
+                .iter()
+                .map(|r| chunk.offset + r.start..chunk.offset + r.end)
+                .collect();
+            let parts = self
+                .objects
+                .get_ranges(&key, &absolute, None)
+                .await?
+                .ok_or_else(|| unavailable(format!("the repository has no chunk object '{key}'")))?;
+            if parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
+                return Err(unavailable(format!(
+                    "chunk object '{key}' is shorter than its manifest says"
+                )));
+            }
+            Ok(parts)
+        }
+        .boxed()
     }
 
     /// Metadata of `key`, without reading a chunk's bytes.

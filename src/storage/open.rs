@@ -106,7 +106,13 @@ impl Store {
         let url = Url::parse(repository).map_err(|e| format!("invalid Icechunk repository URL '{repository}': {e}"))?;
         super::icechunk::check_options(url.scheme(), &options.backend)?;
         let containers = Arc::new(Containers::new(&options.containers, location, options)?);
-        let repository = super::icechunk::IcechunkRepository::new(url, options, containers);
+        let plain = StoreOptions {
+            containers: Vec::new(),
+            ..options.clone()
+        };
+        // The repository's own objects (its chunks), through our stores.
+        let objects = Store::open(url.as_str(), &plain)?;
+        let repository = super::icechunk::IcechunkRepository::new(url, options, containers, objects);
         let mut store = Store::new(Arc::new(InMemory::new()), Path::default(), options);
         store.source = Source::Repository(Arc::new(repository));
         Ok(store)

@@ -430,6 +430,8 @@ def test_every_route_reads_a_ref(world):
     assert "immutable" in headers["cache-control"]
     status, _, dds = fetch(w, base + "/dap.dds")
     assert status == 200 and b"temp" in dds, dds
+    with netCDF4.Dataset(w["base"] + base + "/dap") as nc:  # netCDF-C's DAP2 client
+        np.testing.assert_array_equal(nc["temp"][:], v1)
     status, _, body = fetch(w, base + "/edr/collections")
     assert status == 200, body
     collection = json.loads(body)["collections"][0]["id"]

@@ -591,6 +591,15 @@ impl IcechunkSnapshot {
 
     /// The children of `prefix`: (directories, objects), each sorted.
     pub(crate) async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
+        // Only nodes are listed (Icechunk has no implicit groups): for a
+        // prefix inside an array the crate would walk all its chunks.
+        let is_node = match node_path(prefix) {
+            Some(path) => self.session.read().await.get_node(&path).await.is_ok(),
+            None => false,
+        };
+        if !is_node {
+            return Ok((Vec::new(), Vec::new()));
+        }
         let items: Vec<ListDirItem> = self
             .store
             .list_dir_items(prefix)

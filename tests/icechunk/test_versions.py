@@ -409,6 +409,7 @@ def test_every_route_reads_a_ref(world):
     v1 = python_read(w, "temp", tag="v1")
     status, _, body = fetch(w, base + "/nodes/temp")
     assert status == 200 and json.loads(body)["shape"] == [3, 18, 36]
+    assert fetch(w, base + "/nodes/temp/c/0")[0] == 404  # chunks are not nodes
     # Passthrough: the zarr.json the repository stores, and a chunk key.
     status, _, body = fetch(w, base + "/zarr/temp/zarr.json")
     assert status == 200, body

@@ -180,7 +180,7 @@ async fn region(
         Payload::Whole(bytes) => Body::from(bytes),
         Payload::Stream(encoder) => stream(
             state.metrics.clone(),
-            dataset.clone(),
+            Dataset::clone(dataset),
             (plan, versions),
             encoder,
             permit,

@@ -18,6 +18,7 @@ mod tiles;
 mod view;
 mod wms;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -118,9 +119,13 @@ impl AppState {
 
     /// The dataset a URL names (`name`, or `name@ref` for a version of an
     /// Icechunk repository), if the request may read it.
-    async fn dataset(&self, addressed: &str, headers: &HeaderMap) -> Result<Dataset, ApiError> {
+    /// A dataset without versions is the configured one, not a copy.
+    async fn dataset<'a>(&'a self, addressed: &'a str, headers: &HeaderMap) -> Result<Cow<'a, Dataset>, ApiError> {
         let (configured, version) = self.configured(addressed, headers)?;
-        Ok(configured.at(version).await?)
+        if version.is_none() && !configured.store().is_versioned() {
+            return Ok(Cow::Borrowed(configured));
+        }
+        Ok(Cow::Owned(configured.at(version).await?))
     }
 
     /// The configured dataset a URL names, and the version it asks for.

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
-use icechunk::format::manifest::{Checksum, ChunkPayload};
+use icechunk::format::manifest::{Checksum, ChunkPayload, ChunkRef};
 use icechunk::format::{ChunkIndices, Path as IcPath, SnapshotId, CHUNKS_FILE_PATH};
 use icechunk::repository::VersionInfo;
 use icechunk::session::{Session, SessionError, SessionErrorKind};
@@ -422,6 +422,51 @@ impl IcechunkSnapshot {
         }
     }
 
+    /// What `key` is in this snapshot, `None` when no such node or chunk.
+    async fn entry(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        let session = self.session.read().await;
+        let found = match parse_key(key) {
+            None => return Ok(None),
+            // A node's document is bytes held like an inline chunk's.
+            Some(Key::Metadata(path)) => session
+                .get_node(&path)
+                .await
+                .map(|node| Some(ChunkPayload::Inline(node.user_data))),
+            Some(Key::Chunk(path, coords)) => session.get_chunk_ref(&path, &coords).await,
+        };
+        let payload = match found {
+            Ok(Some(payload)) => payload,
+            Ok(None) => return Ok(None),
+            Err(e) => return session_error(e).map_or(Ok(None), Err),
+        };
+        Ok(Some(match payload {
+            ChunkPayload::Inline(bytes) => Entry::Bytes(bytes),
+            ChunkPayload::Ref(chunk) => Entry::Native(chunk),
+            ChunkPayload::Virtual(reference) => {
+                let url = session.resolve_virtual_location(&reference.location).map_err(|e| {
+                    StoreError::Forbidden(format!(
+                        "virtual chunk '{}' names no container this server may read (virtual_chunk_containers): {e}",
+                        reference.location.url()
+                    ))
+                })?;
+                let container = session
+                    .matching_container(&reference.location)
+                    .map(|c| c.url_prefix().to_string());
+                Entry::Virtual {
+                    url,
+                    container,
+                    span: reference.offset..reference.offset + reference.length,
+                    checksum: reference.checksum,
+                }
+            }
+            other => {
+                return Err(unavailable(format!(
+                    "a kind of chunk this server does not read: {other:?}"
+                )))
+            }
+        }))
+    }
+
     /// Read `range` of `key`; `None` when there is no such node or chunk.
     pub(crate) async fn get(
         &self,
@@ -431,64 +476,17 @@ impl IcechunkSnapshot {
     ) -> Result<Option<ReadResult>, StoreError> {
         // A snapshot never changes: reads conditional on another version fail.
         check_version(key, if_match, Some(&self.id))?;
-        let session = self.session.read().await;
-        match parse_key(key) {
-            None => Ok(None),
-            Some(Key::Metadata(path)) => {
-                let node = match session.get_node(&path).await {
-                    Ok(node) => node,
-                    Err(e) => return session_error(e).map_or(Ok(None), Err),
-                };
-                let size = node.user_data.len() as u64;
-                let range = range.within(size);
-                let data = node.user_data.slice(range.start as usize..range.end as usize);
-                Ok(Some(ReadResult {
-                    data,
-                    range,
-                    info: self.info(size),
-                }))
-            }
-            Some(Key::Chunk(path, coords)) => {
-                let payload = match session.get_chunk_ref(&path, &coords).await {
-                    Ok(Some(payload)) => payload,
-                    Ok(None) => return Ok(None),
-                    Err(e) => return session_error(e).map_or(Ok(None), Err),
-                };
-                let size = payload_size(&payload)?;
-                let resolved = range.within(size);
-                if let ChunkPayload::Virtual(reference) = &payload {
-                    let url = self.virtual_url(&session, &reference.location)?;
-                    let span = reference.offset..reference.offset + reference.length;
-                    let mut read = self.containers.get(&url.0, Some(span), range, url.1.as_deref()).await?;
-                    check_checksum(&url.0, reference.checksum.as_ref(), &read.info)?;
-                    read.info = self.info(size);
-                    return Ok(Some(read));
-                }
-                drop(session);
-                let data = self.native(&payload, std::slice::from_ref(&resolved)).await?.remove(0);
-                Ok(Some(ReadResult {
-                    data,
-                    range: resolved,
-                    info: self.info(size),
-                }))
-            }
-        }
-    }
-
-    /// The URL of a virtual chunk, and the container prefix it falls under (if any).
-    fn virtual_url(
-        &self,
-        session: &Session,
-        location: &icechunk::format::manifest::VirtualChunkLocation,
-    ) -> Result<(String, Option<String>), StoreError> {
-        let url = session.resolve_virtual_location(location).map_err(|e| {
-            StoreError::Forbidden(format!(
-                "virtual chunk '{}' names no container this server may read (virtual_chunk_containers): {e}",
-                location.url()
-            ))
-        })?;
-        let container = session.matching_container(location).map(|c| c.url_prefix().to_string());
-        Ok((url, container))
+        let Some(entry) = self.entry(key).await? else {
+            return Ok(None);
+        };
+        let size = entry.size();
+        let range = range.within(size);
+        let data = self.read(&entry, std::slice::from_ref(&range)).await?.remove(0);
+        Ok(Some(ReadResult {
+            data,
+            range,
+            info: self.info(size),
+        }))
     }
 
     /// Several ranges of `key`, one `Bytes` each; `None` when missing.
@@ -499,96 +497,85 @@ impl IcechunkSnapshot {
         if_match: Option<&str>,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
         check_version(key, if_match, Some(&self.id))?;
-        let payload = match parse_key(key) {
-            Some(Key::Chunk(path, coords)) => {
-                let session = self.session.read().await;
-                match session.get_chunk_ref(&path, &coords).await {
-                    Ok(payload) => payload,
-                    Err(e) => return session_error(e).map_or(Ok(None), Err),
-                }
-            }
-            _ => None,
+        let Some(entry) = self.entry(key).await? else {
+            return Ok(None);
         };
-        if let Some(payload @ (ChunkPayload::Ref(_) | ChunkPayload::Inline(_))) = &payload {
-            let size = payload_size(payload)?;
-            let clamped: Vec<Range<u64>> = ranges
-                .iter()
-                .map(|r| ByteRange::Bounded(r.clone()).within(size))
-                .collect();
-            return self.native(payload, &clamped).await.map(Some);
-        }
-        // Metadata, and virtual chunks (each read checked against its checksum).
-        let reads = ranges
+        let size = entry.size();
+        let clamped: Vec<Range<u64>> = ranges
             .iter()
-            .map(|r| self.get(key, ByteRange::Bounded(r.clone()), if_match));
-        let reads: Vec<Option<ReadResult>> = futures::future::try_join_all(reads).await?;
-        Ok(reads.into_iter().map(|r| r.map(|r| r.data)).collect())
+            .map(|r| ByteRange::Bounded(r.clone()).within(size))
+            .collect();
+        self.read(&entry, &clamped).await.map(Some)
     }
 
-    /// `ranges` (within the chunk) of an inline chunk or of a native one,
-    /// read from the chunk object at the manifest's offset. A boxed future,
-    /// not an `async fn`: the store's reads lead back here (a snapshot is a
-    /// store too), and a named type ends the cycle.
-    fn native<'a>(
-        &'a self,
-        payload: &'a ChunkPayload,
-        ranges: &'a [Range<u64>],
-    ) -> BoxFuture<'a, Result<Vec<Bytes>, StoreError>> {
+    /// `ranges` (within the entry, clamped) of an entry: sliced from bytes
+    /// the manifest holds; read from a native chunk's object at the
+    /// manifest's offset; or read from a virtual chunk's object, checked
+    /// against the checksum the snapshot recorded. A boxed future, not an
+    /// `async fn`: the store's reads lead back here (a snapshot is a store
+    /// too), and a named type ends the cycle.
+    fn read<'a>(&'a self, entry: &'a Entry, ranges: &'a [Range<u64>]) -> BoxFuture<'a, Result<Vec<Bytes>, StoreError>> {
         async move {
-            let chunk = match payload {
-                ChunkPayload::Inline(bytes) => {
-                    return Ok(ranges
+            match entry {
+                Entry::Bytes(bytes) => Ok(ranges
+                    .iter()
+                    .map(|r| bytes.slice(r.start as usize..r.end as usize))
+                    .collect()),
+                Entry::Native(chunk) => {
+                    let key = format!("{CHUNKS_FILE_PATH}/{}", chunk.id);
+                    let absolute: Vec<Range<u64>> = ranges
                         .iter()
-                        .map(|r| bytes.slice(r.start as usize..r.end as usize))
-                        .collect())
+                        .map(|r| chunk.offset + r.start..chunk.offset + r.end)
+                        .collect();
+                    let parts = self
+                        .objects
+                        .get_ranges(&key, &absolute, None)
+                        .await?
+                        .ok_or_else(|| unavailable(format!("the repository has no chunk object '{key}'")))?;
+                    if parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
+                        return Err(unavailable(format!(
+                            "chunk object '{key}' is shorter than its manifest says"
+                        )));
+                    }
+                    Ok(parts)
                 }
-                ChunkPayload::Ref(chunk) => chunk,
-                other => return Err(unavailable(format!("not a native chunk: {other:?}"))),
-            };
-            let key = format!("{CHUNKS_FILE_PATH}/{}", chunk.id);
-            let absolute: Vec<Range<u64>> = ranges
-                .iter()
-                .map(|r| chunk.offset + r.start..chunk.offset + r.end)
-                .collect();
-            let parts = self
-                .objects
-                .get_ranges(&key, &absolute, None)
-                .await?
-                .ok_or_else(|| unavailable(format!("the repository has no chunk object '{key}'")))?;
-            if parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
-                return Err(unavailable(format!(
-                    "chunk object '{key}' is shorter than its manifest says"
-                )));
+                Entry::Virtual {
+                    url,
+                    container,
+                    span,
+                    checksum,
+                } => {
+                    let reads = ranges.iter().map(|r| async move {
+                        let read = self
+                            .containers
+                            .get(
+                                url,
+                                Some(span.clone()),
+                                ByteRange::Bounded(r.clone()),
+                                container.as_deref(),
+                            )
+                            .await?;
+                        check_checksum(url, checksum.as_ref(), &read.info)?;
+                        Ok::<_, StoreError>(read.data)
+                    });
+                    futures::future::try_join_all(reads).await
+                }
             }
-            Ok(parts)
         }
         .boxed()
     }
 
-    /// Metadata of `key`, without reading a chunk's bytes.
+    /// Metadata of `key`, without reading a chunk's bytes (a virtual one's
+    /// URL is only checked against the allow-list).
     pub(crate) async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
-        let session = self.session.read().await;
-        let size = match parse_key(key) {
-            None => return Ok(None),
-            Some(Key::Metadata(path)) => match session.get_node(&path).await {
-                Ok(node) => node.user_data.len() as u64,
-                Err(e) => return session_error(e).map_or(Ok(None), Err),
-            },
-            Some(Key::Chunk(path, coords)) => match session.get_chunk_ref(&path, &coords).await {
-                Ok(Some(payload)) => {
-                    if let ChunkPayload::Virtual(reference) = &payload {
-                        let (url, container) = self.virtual_url(&session, &reference.location)?;
-                        self.containers.check(&url, container.as_deref())?;
-                    }
-                    payload_size(&payload)?
-                }
-                Ok(None) => return Ok(None),
-                Err(e) => return session_error(e).map_or(Ok(None), Err),
-            },
+        let Some(entry) = self.entry(key).await? else {
+            return Ok(None);
         };
-        Ok(Some(self.info(size)))
+        if let Entry::Virtual { url, container, .. } = &entry {
+            self.containers.check(url, container.as_deref())?;
+        }
+        Ok(Some(self.info(entry.size())))
     }
-
     /// The children of `prefix`: (directories, objects), each sorted.
     pub(crate) async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
         // Only nodes are listed (Icechunk has no implicit groups): for a
@@ -621,14 +608,29 @@ impl IcechunkSnapshot {
     }
 }
 
-fn payload_size(payload: &ChunkPayload) -> Result<u64, StoreError> {
-    match payload {
-        ChunkPayload::Inline(bytes) => Ok(bytes.len() as u64),
-        ChunkPayload::Virtual(v) => Ok(v.length),
-        ChunkPayload::Ref(r) => Ok(r.length),
-        other => Err(unavailable(format!(
-            "a kind of chunk this server does not read: {other:?}"
-        ))),
+/// A key of a snapshot, resolved by the crate.
+enum Entry {
+    /// A node's `zarr.json`, or an inline chunk: bytes the manifest holds.
+    Bytes(Bytes),
+    /// A chunk in the repository's own chunk objects.
+    Native(ChunkRef),
+    /// A chunk in another object, read only under the allow-list.
+    Virtual {
+        url: String,
+        /// The repository's container the URL falls under, for messages.
+        container: Option<String>,
+        span: Range<u64>,
+        checksum: Option<Checksum>,
+    },
+}
+
+impl Entry {
+    fn size(&self) -> u64 {
+        match self {
+            Entry::Bytes(bytes) => bytes.len() as u64,
+            Entry::Native(chunk) => chunk.length,
+            Entry::Virtual { span, .. } => span.end - span.start,
+        }
     }
 }
 

@@ -217,26 +217,27 @@ impl Store {
     /// `version` names now.
     pub async fn at(&self, version: &Version) -> Result<Store, StoreError> {
         let repository = self.repository()?;
-        let id = self.bounded(repository.resolve(version)).await?;
-        let snapshot = self.bounded(repository.snapshot(&id)).await?;
+        let snapshot = self.snapshot_at(repository, version).await?;
         Ok(Store {
             source: Source::Snapshot(repository.clone(), snapshot),
             ..self.clone()
         })
     }
 
+    /// The snapshot `version` of `repository` names now.
+    async fn snapshot_at(
+        &self,
+        repository: &IcechunkRepository,
+        version: &Version,
+    ) -> Result<Arc<IcechunkSnapshot>, StoreError> {
+        let id = self.bounded(repository.resolve(version)).await?;
+        self.bounded(repository.snapshot(&id)).await
+    }
+
     /// The repository's branches and tags.
     pub async fn refs(&self) -> Result<Refs, StoreError> {
         let repository = self.repository()?;
         self.bounded(repository.refs()).await
-    }
-
-    /// The store reading `main`'s tip, for reads of an unversioned request.
-    async fn main(&self, repository: &Arc<IcechunkRepository>) -> Result<Arc<IcechunkSnapshot>, StoreError> {
-        let id = self
-            .bounded(repository.resolve(&Version::Branch("main".into())))
-            .await?;
-        self.bounded(repository.snapshot(&id)).await
     }
 
     /// Run a request of a versioned or referenced source under the limiter
@@ -258,7 +259,10 @@ impl Store {
     async fn layered(&self) -> Result<Option<Layer>, StoreError> {
         Ok(match &self.source {
             Source::Objects => None,
-            Source::Repository(r) => Some(Layer::Snapshot(self.main(r).await?)),
+            // Reads not pinned to a version (readiness) read main's tip.
+            Source::Repository(r) => Some(Layer::Snapshot(
+                self.snapshot_at(r, &Version::Branch("main".into())).await?,
+            )),
             Source::Snapshot(_, s) => Some(Layer::Snapshot(s.clone())),
             Source::References(r) => Some(Layer::References(r.clone())),
         })

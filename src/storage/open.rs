@@ -9,7 +9,6 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
-use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, RetryConfig};
 use url::Url;
@@ -111,11 +110,14 @@ impl Store {
             ..options.clone()
         };
         // The repository's own objects (its chunks), through our stores.
+        // The dataset's store is the same location with a limiter of its
+        // own: its requests hold a permit while they read chunks here.
         let objects = Store::open(url.as_str(), &plain)?;
-        let repository = super::icechunk::IcechunkRepository::new(url, options, containers, objects);
-        let mut store = Store::new(Arc::new(InMemory::new()), Path::default(), options);
-        store.source = Source::Repository(Arc::new(repository));
-        Ok(store)
+        let repository = super::icechunk::IcechunkRepository::new(url.clone(), options, containers, objects);
+        Ok(Store {
+            source: Source::Repository(Arc::new(repository)),
+            ..Store::open(url.as_str(), &plain)?
+        })
     }
 
     fn open_references(location: &str, set: &str, options: &StoreOptions) -> Result<Self, String> {

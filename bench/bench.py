@@ -417,9 +417,13 @@ def main():
         m1 = metrics(s.base)
         warm = [curl(url)]
         m2 = metrics(s.base)
-        c0 = cpu_seconds(s.p.pid)
-        warm += [curl(url) for _ in range(args.n - 1)]
-        cpu_warm = (cpu_seconds(s.p.pid) - c0) / max(1, args.n - 1)
+        # The server's CPU (all its threads, /proc) around exactly one request each.
+        for _ in range(max(5, args.n - 1)):
+            c0 = cpu_seconds(s.p.pid)
+            warm.append(curl(url))
+            warm[-1]["server_cpu_s"] = cpu_seconds(s.p.pid) - c0
+        cpus = [w["server_cpu_s"] for w in warm if "server_cpu_s" in w]
+        cpu_warm = sum(cpus) / len(cpus) if cpus else None
         # What Python requests (and most HTTP libraries) send unasked.
         accepting = [curl(url, headers=["Accept-Encoding: gzip, deflate"]) for _ in range(args.n)]
         sha, nbytes = curl_sha256(url)

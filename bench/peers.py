@@ -6,6 +6,7 @@ Usage: python bench/peers.py [--data DIR] [--n 3] [--no-whole] [--tiles 200]
 For each library, in its own subprocess (so peak RSS is per library and per read):
   region  volume[100:356, 200:712, 300:812]   (128 MiB decoded)  best of N
   whole   volume[...]                         (1 GiB decoded)    best of N   (--no-whole skips)
+          both also with the process's CPU-s (all threads, time.process_time) of each read
   tile    single 256x256 inner chunks of tiles, random, one thread: median and p99 µs
   points  volume.vindex[10,000 seeded random points] (bench_points), best of N
   mean    volume read whole, then numpy.mean in float64 (what reduce=mean answers), best of N
@@ -72,16 +73,18 @@ def worker(lib, what, data, n, ntiles):
     if what in ("region", "whole"):
         arr = open_("volume")
         sel = REGION if what == "region" else (slice(None),) * 3
-        times = []
+        times, cpus = [], []
         res = None
         for _ in range(n):
             res = None
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             res = read(arr, sel)
             times.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
         res = np.ascontiguousarray(res, dtype="<u2")
         out.update(times_s=times, best_s=min(times), bytes=res.nbytes,
-                   mb_per_s=res.nbytes / 1e6 / min(times), shape=list(res.shape))
+                   mb_per_s=res.nbytes / 1e6 / min(times), shape=list(res.shape),
+                   cpu_s=cpus, least_cpu_s=min(cpus))
         if what == "region":
             out["sha256"] = hashlib.sha256(res.data).hexdigest()
     elif what == "mean":

@@ -80,6 +80,43 @@ def budget_table(floor, region, whole):
     return L
 
 
+def cpu_table(res):
+    """The bulk reads as CPU per byte (issue 32): the server's CPU-s (all its threads, /proc,
+    around exactly one request), tensorstore's process CPU-s for the same read in-process, and
+    the decode-only floor (bench/floor.py); least of the runs, the range beside it."""
+    floor = res.get("floor", {}).get("costs", {})
+    bulk, mem = res.get("bulk", {}), res.get("memory", {})
+    ours = {"region": [w["server_cpu_s"] for w in bulk.get("warm", []) if w.get("status") == 200 and "server_cpu_s" in w],
+            "whole": [r["server_cpu_s"] for r in mem.get("whole_runs", []) if r.get("status") == 200 and "server_cpu_s" in r]}
+    walls = {"region": [w["time_s"] for w in bulk.get("warm", []) if w.get("status") == 200 and w.get("time_s")],
+             "whole": [r["time_s"] for r in mem.get("whole_runs", []) if r.get("status") == 200 and r.get("time_s")]}
+    L = ["Bulk reads as CPU per byte (issue 32; least of the runs, their range in brackets; "
+         "server: utime + stime of every thread from /proc/PID/stat around exactly one request; "
+         "tensorstore: time.process_time() around its read in-process; floor: libzstd decoding "
+         "what the read needs, one thread, bench/floor.py):", "",
+         "| read | zarr-serve CPU-s | tensorstore CPU-s | decode floor CPU-s | zarr-serve / floor | tensorstore / zarr-serve "
+         "| wall: zarr-serve, tensorstore (speed ratio) | targets |",
+         "|---|---|---|---|---|---|---|---|"]
+    for name, key, limits in (("128 MiB region", "region", (None, 1.5)), ("whole 1 GiB volume", "whole", (1.3, 1.6))):
+        mine, ts = ours[key], peer(res, "tensorstore", key)
+        ts_cpu = ts.get("cpu_s") or []
+        dec = floor.get(key, {}).get("cpu_s", {}).get("decode")
+        least, ts_least = min(mine, default=None), min(ts_cpu, default=None)
+        to_floor, vs_ts = ratio(least, dec), ratio(ts_least, least)
+        wall = min(walls[key], default=None)
+        speed = ratio(ts.get("best_s"), wall)
+        goals = []
+        if limits[0]:
+            goals.append(f"≤ {limits[0]}x floor: {verdict(None if to_floor is None else to_floor <= limits[0])}")
+        goals.append(f"≥ {limits[1]}x less than tensorstore: {verdict(None if vs_ts is None else vs_ts >= limits[1])}")
+        span = lambda xs: f" [{fmt(min(xs), '', 3)}–{fmt(max(xs), '', 3)}]" if xs else ""
+        L.append(f"| {name} | {fmt(least, '', 3)}{span(mine)} | {fmt(ts_least, '', 3)}{span(ts_cpu)} | {fmt(dec, '', 3)} | "
+                 f"{fmt(to_floor, 'x', 2)} | {fmt(vs_ts, 'x', 2)} | {fmt(wall, ' s', 3)}, {fmt(ts.get('best_s'), ' s', 3)} "
+                 f"({fmt(speed, 'x', 2)}) | {'; '.join(goals)} |")
+    L.append("")
+    return L
+
+
 def render(res):
     L = []
     b = res.get("binary", {})
@@ -227,6 +264,7 @@ def render(res):
              f"{fmt(mz.get('rss_after', {}).get('VmRSS_mib'), ' MiB')} (HWM {fmt(mz.get('rss_after', {}).get('VmHWM_mib'), ' MiB')}) / "
              f"{fmt(bulk.get('rss_after', {}).get('VmRSS_mib'), ' MiB')} (HWM {fmt(bulk.get('rss_after', {}).get('VmHWM_mib'), ' MiB')}) | | | | |")
     L.append("")
+    L.extend(cpu_table(res))
     L.extend(budget_table(res.get("floor", {}), (warm_best, bulk.get("server_cpu_s_per_warm_request"), ts_r.get("best_s")),
                           (whole.get("time_s"), whole.get("server_cpu_s"), ts_w.get("best_s"))))
 

@@ -103,65 +103,140 @@ pub(crate) unsafe fn copy_block_to(
     block: &Block,
     fill: &[u8],
 ) {
-    let size = fill.len();
-    let rank = block.count.len();
-    if block.count.contains(&0) {
-        return;
-    }
-    let src_strides = c_strides(src_shape);
-    let dst_strides = c_strides(dst_shape);
-    // Merge trailing dimensions into one contiguous run where both sides allow.
-    let mut run_dims = 0;
-    let mut run = 1u64;
-    if rank > 0 && block.src_step[rank - 1] == 1 {
-        run_dims = 1;
-        run = block.count[rank - 1];
-        while run_dims < rank {
-            let d = rank - run_dims;
-            let full = (d..rank).all(|i| block.count[i] == src_shape[i] && block.count[i] == dst_shape[i]);
-            if !full || block.src_step[d - 1] != 1 {
-                break;
-            }
-            run *= block.count[d - 1];
-            run_dims += 1;
-        }
-    }
-    let outer = rank - run_dims;
-    let base = |starts: &[u64], strides: &[i64]| -> i64 { (outer..rank).map(|d| starts[d] as i64 * strides[d]).sum() };
-    let run_bytes = run as usize * size;
-    let mut src_off = base(&block.src_start, &src_strides);
-    let mut dst_off = base(&block.dst_start, &dst_strides);
-    for d in 0..outer {
-        src_off += block.src_start[d] as i64 * src_strides[d];
-        dst_off += block.dst_start[d] as i64 * dst_strides[d];
-    }
-    let mut index = vec![0u64; outer];
-    loop {
-        let (s, t) = (src_off as usize * size, dst_off as usize * size);
+    for (from, to) in Runs::new(block, src_shape, dst_shape, fill.len()) {
         // SAFETY: the caller's promise for the bytes of this block.
-        let out = unsafe { dst.slice(t, run_bytes) };
-        match src {
-            Some(src) => out.copy_from_slice(&src[s..s + run_bytes]),
-            None => fill_run(out, fill),
+        unsafe { copy_run(src, from, dst, to, fill) };
+    }
+}
+
+/// Several blocks, each from its own source (of shape `src_shape`), into
+/// one destination, a run of each in turn. Blocks side by side along the
+/// last dimension (chunks of one row) so write the destination front to
+/// back, row after row, instead of block after block: the same bytes, in
+/// far fewer pages at a time, which costs half the CPU of block by block
+/// on a destination larger than the caches.
+///
+/// # Safety
+/// As [`copy_block_to`], for every block.
+pub(crate) unsafe fn copy_blocks_to(
+    blocks: &[(Option<&[u8]>, &Block)],
+    src_shape: &[u64],
+    dst: Destination,
+    dst_shape: &[u64],
+    fill: &[u8],
+) {
+    let mut runs: Vec<_> = blocks
+        .iter()
+        .map(|(src, block)| (*src, Runs::new(block, src_shape, dst_shape, fill.len())))
+        .collect();
+    while !runs.is_empty() {
+        runs.retain_mut(|(src, runs)| match runs.next() {
+            // SAFETY: the caller's promise for the bytes of each block.
+            Some((from, to)) => unsafe {
+                copy_run(*src, from, dst, to, fill);
+                true
+            },
+            None => false,
+        });
+    }
+}
+
+/// Copy one run: `to.len` bytes from byte `from` of `src` (or `fill`) to
+/// byte `to.start` of `dst`.
+///
+/// # Safety
+/// As [`copy_block_to`].
+unsafe fn copy_run(src: Option<&[u8]>, from: usize, dst: Destination, to: std::ops::Range<usize>, fill: &[u8]) {
+    // SAFETY: the caller's promise.
+    let out = unsafe { dst.slice(to.start, to.len()) };
+    match src {
+        Some(src) => out.copy_from_slice(&src[from..from + to.len()]),
+        None => fill_run(out, fill),
+    }
+    dst.finish(out);
+}
+
+/// The runs of a block: its bytes contiguous in both arrays, as (first
+/// source byte, destination bytes), in C order. Trailing dimensions whole
+/// in both arrays merge into one run.
+struct Runs<'a> {
+    block: &'a Block,
+    src_strides: Vec<i64>,
+    dst_strides: Vec<i64>,
+    /// Dimensions before the run's, and the multi-index over them.
+    index: Vec<u64>,
+    src_off: i64,
+    dst_off: i64,
+    size: usize,
+    run_bytes: usize,
+    done: bool,
+}
+
+impl<'a> Runs<'a> {
+    fn new(block: &'a Block, src_shape: &[u64], dst_shape: &[u64], size: usize) -> Self {
+        let rank = block.count.len();
+        let src_strides = c_strides(src_shape);
+        let dst_strides = c_strides(dst_shape);
+        // Merge trailing dimensions into one contiguous run where both sides allow.
+        let mut run_dims = 0;
+        let mut run = 1u64;
+        if rank > 0 && block.src_step[rank - 1] == 1 {
+            run_dims = 1;
+            run = block.count[rank - 1];
+            while run_dims < rank {
+                let d = rank - run_dims;
+                let full = (d..rank).all(|i| block.count[i] == src_shape[i] && block.count[i] == dst_shape[i]);
+                if !full || block.src_step[d - 1] != 1 {
+                    break;
+                }
+                run *= block.count[d - 1];
+                run_dims += 1;
+            }
         }
-        dst.finish(out);
+        let outer = rank - run_dims;
+        let at = |starts: &[u64], strides: &[i64]| -> i64 { (0..rank).map(|d| starts[d] as i64 * strides[d]).sum() };
+        Self {
+            src_off: at(&block.src_start, &src_strides),
+            dst_off: at(&block.dst_start, &dst_strides),
+            block,
+            src_strides,
+            dst_strides,
+            index: vec![0; outer],
+            size,
+            run_bytes: run as usize * size,
+            done: block.count.contains(&0),
+        }
+    }
+}
+
+impl Iterator for Runs<'_> {
+    type Item = (usize, std::ops::Range<usize>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let (from, to) = (self.src_off as usize * self.size, self.dst_off as usize * self.size);
         // Advance the outer multi-index (C order).
-        let mut d = outer;
+        let block = self.block;
+        let mut d = self.index.len();
         loop {
             if d == 0 {
-                return;
-            }
-            d -= 1;
-            index[d] += 1;
-            src_off += block.src_step[d] * src_strides[d];
-            dst_off += dst_strides[d];
-            if index[d] < block.count[d] {
+                self.done = true;
                 break;
             }
-            src_off -= block.src_step[d] * src_strides[d] * index[d] as i64;
-            dst_off -= dst_strides[d] * index[d] as i64;
-            index[d] = 0;
+            d -= 1;
+            self.index[d] += 1;
+            self.src_off += block.src_step[d] * self.src_strides[d];
+            self.dst_off += self.dst_strides[d];
+            if self.index[d] < block.count[d] {
+                break;
+            }
+            self.src_off -= block.src_step[d] * self.src_strides[d] * self.index[d] as i64;
+            self.dst_off -= self.dst_strides[d] * self.index[d] as i64;
+            self.index[d] = 0;
         }
+        Some((from, to..to + self.run_bytes))
     }
 }
 
@@ -285,6 +360,49 @@ mod tests {
             });
             assert!(short.is_err(), "{b:?}: the last element read is at {}", prefix - 1);
         }
+    }
+
+    /// Blocks copied a run of each in turn give what each copied alone
+    /// gives: chunks of one row, a strided one, a fill, and an empty one.
+    #[test]
+    fn blocks_in_turn_match_each_alone() {
+        let src_shape = [2u64, 3, 4];
+        let sources: Vec<Vec<u8>> = (0..4u8).map(|k| (1..25u8).map(|i| i + 24 * k).collect()).collect();
+        let dst_shape = [2u64, 3, 13];
+        let side = |x: u64, count: u64| Block {
+            src_start: vec![0, 0, 0],
+            src_step: vec![1, 1, 1],
+            dst_start: vec![0, 0, x],
+            count: vec![2, 3, count],
+        };
+        let strided = Block {
+            src_start: vec![1, 2, 3],
+            src_step: vec![-1, -1, -2],
+            dst_start: vec![0, 0, 8],
+            count: vec![2, 3, 2],
+        };
+        let empty = Block {
+            count: vec![2, 0, 4],
+            ..side(0, 4)
+        };
+        let (a, b, c, f) = (side(0, 4), side(4, 4), side(10, 2), side(12, 1));
+        let blocks: Vec<(Option<&[u8]>, &Block)> = vec![
+            (Some(&sources[0][..]), &a),
+            (Some(&sources[1][..]), &b),
+            (Some(&sources[2][..]), &strided),
+            (Some(&sources[3][..]), &c),
+            (None, &f),
+            (Some(&sources[0][..]), &empty),
+        ];
+        let mut alone = vec![0u8; 78];
+        for (src, block) in &blocks {
+            copy_block(*src, &src_shape, &mut alone, &dst_shape, block, &[200]);
+        }
+        let mut together = vec![0u8; 78];
+        // SAFETY: `together` is borrowed exclusively for the whole copy.
+        unsafe { copy_blocks_to(&blocks, &src_shape, Destination::of(&mut together), &dst_shape, &[200]) };
+        assert_eq!(together, alone);
+        assert!(alone.iter().all(|v| *v != 0), "every byte written: {alone:?}");
     }
 
     #[test]

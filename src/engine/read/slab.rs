@@ -19,7 +19,7 @@ use super::sink::{sink_chunk, BlockSink};
 use crate::buffer_pool::{self, BufferPool};
 use crate::engine::error::{Error, Result};
 use crate::engine::format::codec::CodecChain;
-use crate::engine::format::copy::Destination;
+use crate::engine::format::copy::{copy_blocks_to, Destination};
 use crate::engine::format::values::{number_width, to_big_endian};
 use crate::engine::format::vlen::{Gather, FILL_HANDLE};
 use crate::engine::query::plan::{Placement, ReadPlan, Unit};
@@ -222,28 +222,27 @@ impl Dataset {
         // grid differ; inner chunks of shards and regular chunks do not).
         let (read_shape, fill) = (codecs.decoded_repr().shape.clone(), plan.meta().fill_value.clone());
         let varies = plan.read_shape.is_empty();
-        let work = move || {
-            let mut decoded = Vec::with_capacity(items.len());
-            for item in items {
-                let item = match &target {
-                    Target::Caller => {
-                        let mut item = decode_item(&codecs, item)?;
-                        item.shape = varies.then(|| read_shape.clone());
-                        item
+        let work = move || match &target {
+            Target::Slab(slab) => slab.decode_all_into(&codecs, items, &read_shape, &fill),
+            Target::Caller => items
+                .into_iter()
+                .map(|item| {
+                    let mut item = decode_item(&codecs, item)?;
+                    item.shape = varies.then(|| read_shape.clone());
+                    Ok(item)
+                })
+                .collect(),
+            Target::Sink(sink) => items
+                .into_iter()
+                .map(|item| {
+                    let mut item = decode_item(&codecs, item)?;
+                    sink_chunk(sink.as_ref(), item.data.as_deref(), &read_shape, &item.placement, &fill)?;
+                    if item.cache_as.is_none() {
+                        item.data = None;
                     }
-                    Target::Sink(sink) => {
-                        let mut item = decode_item(&codecs, item)?;
-                        sink_chunk(sink.as_ref(), item.data.as_deref(), &read_shape, &item.placement, &fill)?;
-                        if item.cache_as.is_none() {
-                            item.data = None;
-                        }
-                        item
-                    }
-                    Target::Slab(slab) => slab.decode_into(&codecs, item, &read_shape, &fill)?,
-                };
-                decoded.push(item);
-            }
-            Ok(decoded)
+                    Ok(item)
+                })
+                .collect(),
         };
         if inline {
             return work();
@@ -267,13 +266,15 @@ enum Target {
     Slab(Arc<SharedSlab>),
 }
 
-/// Decoded chunks of at most this many bytes are decoded into a buffer of
-/// the decoding thread's own, reused for the next chunk.
+/// Decoded chunks of at most this many bytes are decoded into buffers of
+/// the decoding thread's own, reused for the next batch.
 const SCRATCH_MAX_BYTES: usize = 4 << 20;
 
 thread_local! {
-    /// This thread's buffer for chunks decoded only to be copied.
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// This thread's buffers for chunks decoded only to be copied, one per
+    /// chunk of a batch (a batch decodes to about `batch_bytes`, or to one
+    /// chunk of at most [`SCRATCH_MAX_BYTES`]).
+    static SCRATCH: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A slab's buffer that the decoding threads write at once, each the
@@ -315,43 +316,85 @@ impl SharedSlab {
         }
     }
 
+    /// Decode `items` and copy their parts into the slab; their bytes are
+    /// kept only when they are to be cached. Chunks decoded only to be
+    /// copied are decoded into this thread's scratch buffers first, then
+    /// copied together, a row of each in turn ([`copy_blocks_to`]).
+    fn decode_all_into(
+        &self,
+        codecs: &CodecChain,
+        items: Vec<Item>,
+        read_shape: &[u64],
+        fill: &[u8],
+    ) -> Result<Vec<Decoded>> {
+        let whole = codecs.decoded_repr().size_bytes();
+        let (mut together, alone): (Vec<Item>, Vec<Item>) = items.into_iter().partition(|item| {
+            matches!(item.source, Source::Encoded(_))
+                && matches!(item.placement, Placement::Blocks(_))
+                && item.cache_as.is_none()
+                && whole <= SCRATCH_MAX_BYTES
+                && worth_a_prefix(codecs, &item.placement).is_none()
+        });
+        let mut decoded = Vec::with_capacity(together.len() + alone.len());
+        for item in alone {
+            decoded.push(self.decode_into(codecs, item, read_shape, fill)?);
+        }
+        if together.is_empty() {
+            return Ok(decoded);
+        }
+        SCRATCH.with_borrow_mut(|scratch| -> Result<()> {
+            if scratch.len() < together.len() {
+                scratch.resize_with(together.len(), Vec::new);
+            }
+            let mut held = Vec::with_capacity(together.len());
+            for (item, buffer) in together.iter_mut().zip(scratch.iter_mut()) {
+                let Source::Encoded(bytes) = std::mem::replace(&mut item.source, Source::Fill) else {
+                    unreachable!("only encoded chunks are decoded together")
+                };
+                held.push(codecs.decode_to_scratch(bytes, buffer)?);
+            }
+            let mut blocks = Vec::new();
+            for ((item, held), buffer) in together.iter_mut().zip(&held).zip(scratch.iter()) {
+                if let Some((d, start)) = self.start {
+                    item.placement.shift(d, start);
+                }
+                let data: &[u8] = held.as_deref().unwrap_or(buffer);
+                if let Placement::Blocks(placed) = &item.placement {
+                    blocks.extend(placed.iter().map(|block| (Some(data), block)));
+                }
+            }
+            // SAFETY: the buffer outlives `self`'s references, and these
+            // chunks' elements are written by no one else.
+            unsafe { copy_blocks_to(&blocks, read_shape, self.destination, &self.shape, fill) };
+            Ok(())
+        })?;
+        decoded.extend(together.into_iter().map(|item| Decoded {
+            data: None,
+            placement: item.placement,
+            cache_as: None,
+            shape: None,
+        }));
+        Ok(decoded)
+    }
+
     /// Decode `item` and copy its part into the slab; its bytes are kept
     /// only when it is to be cached.
     fn decode_into(&self, codecs: &CodecChain, mut item: Item, read_shape: &[u64], fill: &[u8]) -> Result<Decoded> {
         if let Some((d, start)) = self.start {
             item.placement.shift(d, start);
         }
-        let whole = codecs.decoded_repr().size_bytes();
-        let copy = |data: Option<&[u8]>, placement: &Placement| {
-            // SAFETY: the buffer outlives `self`'s references, and this
-            // chunk's elements are written by no one else.
-            unsafe { placement.copy_to(data, read_shape, self.destination, &self.shape, fill) }
+        let mut decoded = decode_item(codecs, item)?;
+        // SAFETY: the buffer outlives `self`'s references, and this
+        // chunk's elements are written by no one else.
+        unsafe {
+            decoded
+                .placement
+                .copy_to(decoded.data.as_deref(), read_shape, self.destination, &self.shape, fill)
         };
-        match item.source {
-            Source::Encoded(bytes)
-                if item.cache_as.is_none()
-                    && whole <= SCRATCH_MAX_BYTES
-                    && worth_a_prefix(codecs, &item.placement).is_none() =>
-            {
-                SCRATCH.with_borrow_mut(|scratch| {
-                    codecs.decode_with(bytes, scratch, |data| copy(Some(data), &item.placement))
-                })?;
-                Ok(Decoded {
-                    data: None,
-                    placement: item.placement,
-                    cache_as: None,
-                    shape: None,
-                })
-            }
-            _ => {
-                let mut decoded = decode_item(codecs, item)?;
-                copy(decoded.data.as_deref(), &decoded.placement);
-                if decoded.cache_as.is_none() {
-                    decoded.data = None;
-                }
-                Ok(decoded)
-            }
+        if decoded.cache_as.is_none() {
+            decoded.data = None;
         }
+        Ok(decoded)
     }
 
     /// The buffer and its share of the slab budget.

@@ -301,19 +301,29 @@ impl CodecChain {
     }
 
     /// Decode like [`CodecChain::decode`] and hand the elements to `take`.
-    /// Where the chain allows (`bytes` with nothing to swap, then `zstd` of
-    /// a known size, then only `crc32c`), the elements are decoded into
-    /// `scratch`, a buffer reused from chunk to chunk, which stays in the
-    /// cache for `take` and costs no allocation.
+    /// Where the chain allows (see [`CodecChain::decode_to_scratch`]), the
+    /// elements are decoded into `scratch`, a buffer reused from chunk to
+    /// chunk, which stays in the cache for `take` and costs no allocation.
     pub(crate) fn decode_with<T>(
         &self,
         encoded: Bytes,
         scratch: &mut Vec<u8>,
         take: impl FnOnce(&[u8]) -> T,
     ) -> Result<T> {
+        Ok(match self.decode_to_scratch(encoded, scratch)? {
+            Some(decoded) => take(&decoded),
+            None => take(scratch),
+        })
+    }
+
+    /// Decode like [`CodecChain::decode`]: into `scratch` (its old contents
+    /// dropped, its capacity reused) where the chain allows (`bytes` with
+    /// nothing to swap, then `zstd` of a known size, then only `crc32c`),
+    /// giving `None`; else the decoded bytes.
+    pub(crate) fn decode_to_scratch(&self, encoded: Bytes, scratch: &mut Vec<u8>) -> Result<Option<Bytes>> {
         let expected = self.decoded_sizes.first().copied().flatten();
         let (Some(expected), true) = (expected, self.scratch_decodable()) else {
-            return Ok(take(&self.decode(encoded)?));
+            return self.decode(encoded).map(Some);
         };
         let mut bytes = encoded;
         for (b2b, size) in self.bytes_to_bytes.iter().zip(&self.decoded_sizes).skip(1).rev() {
@@ -323,7 +333,7 @@ impl CodecChain {
             unreachable!("checked by scratch_decodable")
         };
         zstd.decode_into(&bytes, expected, scratch)?;
-        Ok(take(scratch))
+        Ok(None)
     }
 
     /// Whether [`CodecChain::decode_with`] can decode into its scratch buffer.

@@ -1,5 +1,6 @@
 //! Micro-benchmarks of the hot paths: shard-index decode, inner-chunk decode
-//! per codec, and copying a decoded chunk into an output region.
+//! per codec, copying a decoded chunk into an output region, and filling a
+//! whole slab with chunks one by one or a row of each in turn.
 //!
 //!     cargo bench --bench hot_paths
 
@@ -13,7 +14,7 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use serde_json::json;
 use zarr_serve::engine::codec::array_to_bytes::sharding::ShardingCodec;
 use zarr_serve::engine::codec::{ChunkRepr, CodecChain};
-use zarr_serve::engine::copy::{copy_block, Block};
+use zarr_serve::engine::copy::{copy_block, copy_blocks, Block};
 use zarr_serve::engine::DataType;
 
 /// A (32, 64, 64) uint16 chunk like the `volume` benchmark's inner chunks:
@@ -143,5 +144,60 @@ fn copy_into_region(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, inner_chunk_decode, shard_index_decode, copy_into_region);
+/// A 64 MiB slab (32, 1024, 1024) of the volume filled with its 256 inner
+/// chunks (32, 64, 64) in decoding batches of four side by side, as the
+/// server fills it: each chunk alone, or a row of each of the four in turn
+/// (which writes the slab front to back).
+fn fill_slab(c: &mut Criterion) {
+    let chunks: Vec<Vec<u8>> = (0..4).map(|_| chunk()).collect();
+    let src_shape = [32u64, 64, 64];
+    let dst_shape = [32u64, 1024, 1024];
+    let mut slab = vec![0u8; 32 << 21];
+    let batches: Vec<Vec<Block>> = (0..16u64)
+        .flat_map(|y| (0..4u64).map(move |x| (y, x)))
+        .map(|(y, x)| {
+            (0..4u64)
+                .map(|i| Block {
+                    src_start: vec![0, 0, 0],
+                    src_step: vec![1, 1, 1],
+                    dst_start: vec![0, y * 64, (x * 4 + i) * 64],
+                    count: vec![32, 64, 64],
+                })
+                .collect()
+        })
+        .collect();
+    let mut group = c.benchmark_group("fill_64_mib_slab");
+    group.throughput(Throughput::Bytes(slab.len() as u64));
+    group.sample_size(20);
+    group.bench_function("chunk_by_chunk", |b| {
+        b.iter(|| {
+            for batch in &batches {
+                for (block, src) in batch.iter().zip(&chunks) {
+                    copy_block(Some(black_box(src)), &src_shape, &mut slab, &dst_shape, block, &[0, 0]);
+                }
+            }
+        })
+    });
+    group.bench_function("rows_in_turn", |b| {
+        b.iter(|| {
+            for batch in &batches {
+                let blocks: Vec<(Option<&[u8]>, &Block)> = batch
+                    .iter()
+                    .zip(&chunks)
+                    .map(|(block, src)| (Some(black_box(&src[..])), block))
+                    .collect();
+                copy_blocks(&blocks, &src_shape, &mut slab, &dst_shape, &[0, 0]);
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    inner_chunk_decode,
+    shard_index_decode,
+    copy_into_region,
+    fill_slab
+);
 criterion_main!(benches);

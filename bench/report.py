@@ -95,8 +95,8 @@ def cpu_table(res):
          "tensorstore: time.process_time() around its read in-process; floor: libzstd decoding "
          "what the read needs, one thread, bench/floor.py):", "",
          "| read | zarr-serve CPU-s | tensorstore CPU-s | decode floor CPU-s | zarr-serve / floor | tensorstore / zarr-serve "
-         "| wall: zarr-serve, tensorstore (speed ratio) | targets |",
-         "|---|---|---|---|---|---|---|---|"]
+         "| wall: zarr-serve, tensorstore (speed ratio) | targets | decode + read + place + send, each alone (/ floor) |",
+         "|---|---|---|---|---|---|---|---|---|"]
     for name, key, limits in (("128 MiB region", "region", (None, 1.5)), ("whole 1 GiB volume", "whole", (1.3, 1.6))):
         mine, ts = ours[key], peer(res, "tensorstore", key)
         ts_cpu = ts.get("cpu_s") or []
@@ -110,9 +110,11 @@ def cpu_table(res):
             goals.append(f"≤ {limits[0]}x floor: {verdict(None if to_floor is None else to_floor <= limits[0])}")
         goals.append(f"≥ {limits[1]}x less than tensorstore: {verdict(None if vs_ts is None else vs_ts >= limits[1])}")
         span = lambda xs: f" [{fmt(min(xs), '', 3)}–{fmt(max(xs), '', 3)}]" if xs else ""
+        parts = floor.get(key, {}).get("cpu_s", {})
+        alone = sum(parts.get(k, 0) for k in ("decode", "read", "place", "send")) if parts else None
         L.append(f"| {name} | {fmt(least, '', 3)}{span(mine)} | {fmt(ts_least, '', 3)}{span(ts_cpu)} | {fmt(dec, '', 3)} | "
                  f"{fmt(to_floor, 'x', 2)} | {fmt(vs_ts, 'x', 2)} | {fmt(wall, ' s', 3)}, {fmt(ts.get('best_s'), ' s', 3)} "
-                 f"({fmt(speed, 'x', 2)}) | {'; '.join(goals)} |")
+                 f"({fmt(speed, 'x', 2)}) | {'; '.join(goals)} | {fmt(alone, '', 3)} ({fmt(ratio(alone, dec), 'x', 2)}) |")
     L.append("")
     return L
 

@@ -42,6 +42,18 @@ pub fn copy_block(
     unsafe { copy_block_to(src, src_shape, Destination::of(dst), dst_shape, block, fill) }
 }
 
+/// [`copy_blocks_to`] into `dst`.
+pub fn copy_blocks(
+    blocks: &[(Option<&[u8]>, &Block)],
+    src_shape: &[u64],
+    dst: &mut [u8],
+    dst_shape: &[u64],
+    fill: &[u8],
+) {
+    // SAFETY: `dst` is borrowed exclusively for the whole copy.
+    unsafe { copy_blocks_to(blocks, src_shape, Destination::of(dst), dst_shape, fill) }
+}
+
 /// A C-order array of elements written through a pointer, so that several
 /// threads can write disjoint blocks of one buffer at once.
 #[derive(Debug, Clone, Copy)]
@@ -399,8 +411,7 @@ mod tests {
             copy_block(*src, &src_shape, &mut alone, &dst_shape, block, &[200]);
         }
         let mut together = vec![0u8; 78];
-        // SAFETY: `together` is borrowed exclusively for the whole copy.
-        unsafe { copy_blocks_to(&blocks, &src_shape, Destination::of(&mut together), &dst_shape, &[200]) };
+        copy_blocks(&blocks, &src_shape, &mut together, &dst_shape, &[200]);
         assert_eq!(together, alone);
         assert!(alone.iter().all(|v| *v != 0), "every byte written: {alone:?}");
     }

@@ -86,10 +86,10 @@ def cpu_table(res):
     the decode-only floor (bench/floor.py); least of the runs, the range beside it."""
     floor = res.get("floor", {}).get("costs", {})
     bulk, mem = res.get("bulk", {}), res.get("memory", {})
-    ours = {"region": [w["server_cpu_s"] for w in bulk.get("warm", []) if w.get("status") == 200 and "server_cpu_s" in w],
-            "whole": [r["server_cpu_s"] for r in mem.get("whole_runs", []) if r.get("status") == 200 and "server_cpu_s" in r]}
-    walls = {"region": [w["time_s"] for w in bulk.get("warm", []) if w.get("status") == 200 and w.get("time_s")],
-             "whole": [r["time_s"] for r in mem.get("whole_runs", []) if r.get("status") == 200 and r.get("time_s")]}
+    runs = {"region": [w for w in bulk.get("warm", []) if w.get("status") == 200],
+            "whole": [r for r in mem.get("whole_runs", []) if r.get("status") == 200]}
+    ours = {k: [r["server_cpu_s"] for r in v if "server_cpu_s" in r] for k, v in runs.items()}
+    walls = {k: [r["time_s"] for r in v if r.get("time_s")] for k, v in runs.items()}
     L = ["Bulk reads as CPU per byte (issue 32; least of the runs, their range in brackets; "
          "server: utime + stime of every thread from /proc/PID/stat around exactly one request; "
          "tensorstore: time.process_time() around its read in-process; floor: libzstd decoding "

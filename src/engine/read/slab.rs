@@ -323,10 +323,13 @@ impl SharedSlab {
     fn decode_all_into(
         &self,
         codecs: &CodecChain,
-        items: Vec<Item>,
+        mut items: Vec<Item>,
         read_shape: &[u64],
         fill: &[u8],
     ) -> Result<Vec<Decoded>> {
+        if let Some((d, start)) = self.start {
+            items.iter_mut().for_each(|item| item.placement.shift(d, start));
+        }
         let whole = codecs.decoded_repr().size_bytes();
         let (mut together, alone): (Vec<Item>, Vec<Item>) = items.into_iter().partition(|item| {
             matches!(item.source, Source::Encoded(_))
@@ -354,10 +357,7 @@ impl SharedSlab {
                 held.push(codecs.decode_to_scratch(bytes, buffer)?);
             }
             let mut blocks = Vec::new();
-            for ((item, held), buffer) in together.iter_mut().zip(&held).zip(scratch.iter()) {
-                if let Some((d, start)) = self.start {
-                    item.placement.shift(d, start);
-                }
+            for ((item, held), buffer) in together.iter().zip(&held).zip(scratch.iter()) {
                 let data: &[u8] = held.as_deref().unwrap_or(buffer);
                 if let Placement::Blocks(placed) = &item.placement {
                     blocks.extend(placed.iter().map(|block| (Some(data), block)));
@@ -377,12 +377,9 @@ impl SharedSlab {
         Ok(decoded)
     }
 
-    /// Decode `item` and copy its part into the slab; its bytes are kept
-    /// only when it is to be cached.
-    fn decode_into(&self, codecs: &CodecChain, mut item: Item, read_shape: &[u64], fill: &[u8]) -> Result<Decoded> {
-        if let Some((d, start)) = self.start {
-            item.placement.shift(d, start);
-        }
+    /// Decode `item` (placed in the whole result) and copy its part into
+    /// the slab; its bytes are kept only when it is to be cached.
+    fn decode_into(&self, codecs: &CodecChain, item: Item, read_shape: &[u64], fill: &[u8]) -> Result<Decoded> {
         let mut decoded = decode_item(codecs, item)?;
         // SAFETY: the buffer outlives `self`'s references, and this
         // chunk's elements are written by no one else.

@@ -300,26 +300,12 @@ impl CodecChain {
         self.decode_up_to(encoded, Some(prefix).filter(|_| self.prefix_decodable()))
     }
 
-    /// Decode like [`CodecChain::decode`] and hand the elements to `take`.
-    /// Where the chain allows (see [`CodecChain::decode_to_scratch`]), the
-    /// elements are decoded into `scratch`, a buffer reused from chunk to
-    /// chunk, which stays in the cache for `take` and costs no allocation.
-    pub(crate) fn decode_with<T>(
-        &self,
-        encoded: Bytes,
-        scratch: &mut Vec<u8>,
-        take: impl FnOnce(&[u8]) -> T,
-    ) -> Result<T> {
-        Ok(match self.decode_to_scratch(encoded, scratch)? {
-            Some(decoded) => take(&decoded),
-            None => take(scratch),
-        })
-    }
-
     /// Decode like [`CodecChain::decode`]: into `scratch` (its old contents
     /// dropped, its capacity reused) where the chain allows (`bytes` with
     /// nothing to swap, then `zstd` of a known size, then only `crc32c`),
-    /// giving `None`; else the decoded bytes.
+    /// giving `None`; else the decoded bytes. A buffer reused from chunk to
+    /// chunk stays in the cache for the copy that follows and costs no
+    /// allocation.
     pub(crate) fn decode_to_scratch(&self, encoded: Bytes, scratch: &mut Vec<u8>) -> Result<Option<Bytes>> {
         let expected = self.decoded_sizes.first().copied().flatten();
         let (Some(expected), true) = (expected, self.scratch_decodable()) else {
@@ -336,7 +322,7 @@ impl CodecChain {
         Ok(None)
     }
 
-    /// Whether [`CodecChain::decode_with`] can decode into its scratch buffer.
+    /// Whether [`CodecChain::decode_to_scratch`] can decode into its scratch buffer.
     fn scratch_decodable(&self) -> bool {
         let identity = match &self.array_to_bytes {
             Serializer::Codec(ArrayToBytesCodec::Bytes(codec)) => codec.is_identity(&self.array_to_bytes_repr),
@@ -427,13 +413,12 @@ mod tests {
             let plain = chain.decode(Bytes::from(encoded.clone())).unwrap();
             assert_eq!(plain, elements, "{codecs}");
             for mut scratch in [Vec::new(), vec![1u8; 3], vec![2u8; 4096]] {
-                let got = chain.decode_with(Bytes::from(encoded.clone()), &mut scratch, <[u8]>::to_vec);
-                assert_eq!(got.unwrap(), elements, "{codecs}");
-                let cut = chain.decode_with(
-                    Bytes::from(encoded[..encoded.len() - 1].to_vec()),
-                    &mut scratch,
-                    <[u8]>::len,
-                );
+                let got = chain
+                    .decode_to_scratch(Bytes::from(encoded.clone()), &mut scratch)
+                    .unwrap();
+                assert_eq!(got.is_none(), scratch_used, "{codecs}");
+                assert_eq!(got.as_deref().unwrap_or(&scratch), elements, "{codecs}");
+                let cut = chain.decode_to_scratch(Bytes::from(encoded[..encoded.len() - 1].to_vec()), &mut scratch);
                 assert!(cut.is_err(), "{codecs}: a truncated chunk is an error");
             }
         }

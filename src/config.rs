@@ -161,6 +161,11 @@ pub struct Config {
     pub cache_max_age_secs: u64,
     /// Bearer token `/metrics` requires, if set (never shown or logged).
     pub metrics_token: Option<String>,
+    /// The service's address as clients reach it (`https://maps.example.org`,
+    /// with a path prefix if a proxy adds one): the base of every absolute
+    /// link the service writes (WMS capabilities, EDR and TileJSON links,
+    /// the explorer's commands). Unset: the request's `Host` header.
+    pub public_url: Option<String>,
     /// Seconds to finish in-flight requests after SIGTERM.
     pub shutdown_grace_secs: f64,
     /// The config file read, if any (not a key).
@@ -201,6 +206,7 @@ impl Default for Config {
             cors_origins: vec![],
             cache_max_age_secs: 60,
             metrics_token: None,
+            public_url: None,
             shutdown_grace_secs: 30.0,
             file: None,
             datasets: BTreeMap::new(),
@@ -361,6 +367,14 @@ impl Config {
         ] {
             if !(0.0..1e7).contains(&secs) {
                 return Err(format!("invalid {name} {secs}: expected seconds >= 0"));
+            }
+        }
+        if let Some(url) = &self.public_url {
+            let parsed = url::Url::parse(url).map_err(|e| format!("invalid public_url '{url}': {e}"))?;
+            if !matches!(parsed.scheme(), "http" | "https") || parsed.query().is_some() || parsed.host().is_none() {
+                return Err(format!(
+                    "invalid public_url '{url}': expected http(s)://host[:port][/prefix] without a query"
+                ));
             }
         }
         if self.wms_max_size == 0 {

@@ -15,6 +15,7 @@
 //! - [`png`]: pictures as PNG files.
 //! - [`xdr`]: OPeNDAP DAP2's XDR (big-endian, the DAP2 type of each
 //!   Zarr data type, array lengths and padding).
+//! - [`xml`]: text escaped for XML 1.0 and HTML.
 
 use bytes::Bytes;
 
@@ -25,6 +26,7 @@ pub mod netcdf;
 pub mod npy;
 pub mod png;
 pub mod xdr;
+pub mod xml;
 
 /// A representation of a result, written as a head, the result's elements
 /// in C order (in one call or slab by slab), and a tail.

@@ -105,6 +105,41 @@ impl NcType {
     }
 }
 
+/// Whether netCDF's naming rules allow `name`: a letter, digit, `_` or
+/// any non-ASCII character first; then no control character and no `/`;
+/// no trailing space. netCDF-C refuses a file with any other name.
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    (first.is_ascii_alphanumeric() || first == '_' || !first.is_ascii())
+        && !name.chars().any(|c| c.is_control() || c == '/')
+        && !name.ends_with(char::is_whitespace)
+}
+
+/// `name` made valid (see [`valid_name`]): each character the rules forbid
+/// where it stands becomes `_`, and trailing spaces go.
+pub fn valid_name_for(name: &str) -> std::borrow::Cow<'_, str> {
+    if valid_name(name) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out: String = name
+        .trim_end_matches(char::is_whitespace)
+        .chars()
+        .enumerate()
+        .map(|(i, c)| match c {
+            c if c.is_control() || c == '/' => '_',
+            c if i == 0 && c.is_ascii() && !c.is_ascii_alphanumeric() => '_',
+            c => c,
+        })
+        .collect();
+    if out.is_empty() {
+        out.push('_');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// An attribute: a type and big-endian values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attribute {
@@ -218,7 +253,7 @@ pub fn variable_attributes(
     let mut out = Vec::new();
     let map = attributes.as_object();
     for (name, value) in map.into_iter().flatten() {
-        let skipped = name.is_empty()
+        let skipped = !valid_name(name)
             || name == "_ARRAY_DIMENSIONS"
             || (cf_decoded && PACKING.contains(&name.as_str()))
             || (time && matches!(name.as_str(), "units" | "calendar" | "_FillValue"))
@@ -435,6 +470,7 @@ impl File<'_> {
     }
 
     fn name(&self, out: &mut Vec<u8>, name: &str) {
+        let name = valid_name_for(name);
         self.count(out, name.len() as u64);
         out.extend(name.as_bytes());
         out.resize(out.len() + pad(name.len() as u64), 0);
@@ -541,5 +577,31 @@ mod tests {
             vec![Attribute::numbers("_FillValue", NcType::UByte, &[255.0]).unwrap()]
         );
         assert!(variable_attributes(DataType::UInt8, &json!({}), &json!(-1), false).is_empty());
+        // Names netCDF forbids are left out, whatever their values.
+        let named = variable_attributes(
+            DataType::Float32,
+            &json!({"a/b": 1, "": 2, " lead": 3, "trail ": 4, "bell\u{7}": 5, "-x": 6, "ünits": "K", "_ok": 7, "9a": 8}),
+            &Value::Null,
+            false,
+        );
+        let names: Vec<&str> = named.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["ünits", "_ok", "9a"]);
+    }
+
+    #[test]
+    fn names_are_made_valid() {
+        for (name, want) in [
+            ("lat", "lat"),
+            ("a/b", "a_b"),
+            ("-x", "_x"),
+            (".hidden", "_hidden"),
+            ("tab\tname ", "tab_name"),
+            ("", "_"),
+            ("  ", "_"),
+            ("ü x", "ü x"),
+        ] {
+            assert_eq!(valid_name_for(name), want, "{name:?}");
+            assert!(valid_name(&valid_name_for(name)), "{name:?}");
+        }
     }
 }

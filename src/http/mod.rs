@@ -72,6 +72,8 @@ pub struct AppState {
     cache_control: HeaderValue,
     /// Bearer token `/metrics` requires, if any.
     metrics_token: Option<String>,
+    /// `public_url` without a trailing slash, if set.
+    public_url: Option<String>,
 }
 
 impl AppState {
@@ -114,6 +116,10 @@ impl AppState {
             cache_control: HeaderValue::from_str(&format!("max-age={}", config.cache_max_age_secs))
                 .expect("a number is a valid header value"),
             metrics_token: config.metrics_token.clone(),
+            public_url: config
+                .public_url
+                .as_deref()
+                .map(|u| u.trim_end_matches('/').to_string()),
         }))
     }
 
@@ -234,6 +240,62 @@ pub(crate) fn channel_body(
     mut rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>,
 ) -> axum::body::Body {
     axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+}
+
+/// What a blocking task writes (text, a file), sent as a body in pieces
+/// of about [`ChannelWriter::PIECE`] bytes as it goes: the answer is never
+/// whole in memory. A write fails (broken pipe) once the client is gone,
+/// which stops the task.
+pub(crate) struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>,
+    piece: Vec<u8>,
+}
+
+impl ChannelWriter {
+    /// Bytes sent at a time.
+    pub(crate) const PIECE: usize = 1 << 20;
+
+    /// A writer, and the body that sends what it writes (two pieces queued
+    /// at most).
+    pub(crate) fn new() -> (Self, axum::body::Body) {
+        let (tx, rx) = tokio::sync::mpsc::channel(2);
+        let writer = Self {
+            tx,
+            piece: Vec::with_capacity(Self::PIECE),
+        };
+        (writer, channel_body(rx))
+    }
+
+    /// Send what is left, or end the body short with `failed`.
+    pub(crate) fn finish(mut self, failed: std::io::Result<()>) {
+        let last = failed.and_then(|()| std::io::Write::flush(&mut self));
+        if let Err(e) = last {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                tracing::warn!(error = %e, "a streamed answer failed part way");
+                let _ = self.tx.blocking_send(Err(e));
+            }
+        }
+    }
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.piece.extend_from_slice(data);
+        if self.piece.len() >= Self::PIECE {
+            self.flush()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.piece.is_empty() {
+            return Ok(());
+        }
+        let piece = std::mem::replace(&mut self.piece, Vec::with_capacity(Self::PIECE));
+        self.tx
+            .blocking_send(Ok(bytes::Bytes::from(piece)))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+    }
 }
 
 /// The largest POST body of a region read.
@@ -568,16 +630,31 @@ pub async fn serve(
     }
 }
 
-/// The URL of `path` on this server as the request reached it.
-pub(super) fn absolute(headers: &HeaderMap, path: &str) -> String {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+/// The URL of `path` on this server: under `public_url` when it is set,
+/// else as the request reached it (its `Host`, which must look like a host
+/// name: anything else gives a relative link, never markup from a header).
+pub(super) fn absolute(state: &AppState, headers: &HeaderMap, path: &str) -> String {
+    format!("{}{path}", origin(state, headers))
+}
+
+/// The scheme, host and prefix links start with: `public_url`, else the
+/// request's `Host` and `X-Forwarded-Proto`, else nothing.
+pub(super) fn origin(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(url) = &state.public_url {
+        return url.clone();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b)));
     let proto = headers
         .get("x-forwarded-proto")
         .and_then(|h| h.to_str().ok())
+        .filter(|p| *p == "https")
         .unwrap_or("http");
     match host {
-        Some(host) => format!("{proto}://{host}{path}"),
-        None => path.to_string(),
+        Some(host) => format!("{proto}://{host}"),
+        None => String::new(),
     }
 }
 

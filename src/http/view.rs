@@ -16,6 +16,7 @@ use super::conditional::{respond, strong_etag};
 use super::format::accept_items;
 use super::problem::ApiError;
 use super::AppState;
+use crate::encode::xml::escape;
 use crate::engine::{Listing, ViewValue};
 use crate::storage::validate_key;
 
@@ -148,14 +149,6 @@ fn listing_response(listing: &Listing, base: &str, method: &Method, headers: &He
         .headers_mut()
         .insert(header::VARY, header::HeaderValue::from_static("accept"));
     response
-}
-
-/// Text with `&`, `<`, `>` and quotes escaped for HTML and XML.
-pub(super) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Links relative to `base`: sub-prefixes end in `/`, keys do not.

@@ -1,11 +1,12 @@
 //! Virtual chunk containers: the only places that Icechunk virtual chunks
 //! and kerchunk references may be read from.
 //!
-//! A dataset lists URL prefixes (`virtual_chunk_containers`). A referenced
-//! object is read only when its URL starts with one of them, through a
-//! [`Store`] rooted at that prefix (its last `/`, never above the host or
-//! bucket), so the key left over is validated like every other key and
-//! cannot climb out of the prefix. Any other URL is
+//! A dataset lists URL prefixes (`virtual_chunk_containers`), each a
+//! directory (`file:///data/allowed` means `file:///data/allowed/`, so
+//! `allowed_evil/` beside it is not admitted). A referenced object is read
+//! only when its URL starts with one of them, through a [`Store`] rooted at
+//! that directory, so the key left over is validated like every other key
+//! and cannot climb out of the prefix. Any other URL is
 //! [`StoreError::Forbidden`] before anything is fetched.
 //!
 //! Reads here are not conditional: the callers know what version a
@@ -39,9 +40,8 @@ pub(crate) struct Containers {
 
 #[derive(Debug)]
 struct Entry {
+    /// The directory URL, ending in `/`: the store's root.
     prefix: String,
-    /// `prefix` up to and including its last `/`: the store's root.
-    root: String,
     options: StoreOptions,
     store: OnceLock<Result<Store, String>>,
 }
@@ -55,9 +55,9 @@ pub(crate) fn normalise_url(url: &str) -> String {
     }
 }
 
-/// A container's prefix (a whole host or bucket gets its `/`) and the root
-/// of its store: the prefix up to its last `/`, never above the host.
-fn prefix_and_root(raw: &str) -> Result<(String, String), String> {
+/// A container's prefix, the root of its store: the URL as a directory
+/// (with a `/` at its end, added when missing).
+fn directory_prefix(raw: &str) -> Result<String, String> {
     let mut prefix = normalise_url(raw);
     let bad = |why: &str| format!("virtual_chunk_containers: '{raw}' {why}");
     let url = url::Url::parse(&prefix).map_err(|e| bad(&format!("is not a URL: {e}")))?;
@@ -67,12 +67,10 @@ fn prefix_and_root(raw: &str) -> Result<(String, String), String> {
     if url.query().is_some() || url.fragment().is_some() {
         return Err(bad("has a query or a fragment"));
     }
-    let authority = prefix.find("://").map_or(0, |i| i + 3);
-    if !prefix[authority..].contains('/') {
+    if !prefix.ends_with('/') {
         prefix.push('/');
     }
-    let root = prefix[..prefix.rfind('/').expect("a '/' after the host") + 1].to_string();
-    Ok((prefix, root))
+    Ok(prefix)
 }
 
 fn scheme(url: &str) -> &str {
@@ -90,7 +88,7 @@ impl Containers {
         let mut entries: Vec<Entry> = list
             .iter()
             .map(|c| {
-                let (prefix, root) = prefix_and_root(&c.url_prefix)?;
+                let prefix = directory_prefix(&c.url_prefix)?;
                 let backend = match &c.options {
                     Some(own) => own.clone(),
                     None if scheme(&prefix) == own_scheme => options.backend.clone(),
@@ -103,7 +101,6 @@ impl Containers {
                 };
                 Ok(Entry {
                     prefix,
-                    root,
                     options,
                     store: OnceLock::new(),
                 })
@@ -132,7 +129,7 @@ impl Containers {
             .iter()
             .find(|e| url.starts_with(&e.prefix))
             .ok_or_else(forbidden)?;
-        let key = url[entry.root.len()..].to_string();
+        let key = url[entry.prefix.len()..].to_string();
         super::validate_key(&key).map_err(|e| {
             StoreError::Forbidden(format!(
                 "'{url}' is not read: under its virtual_chunk_containers prefix '{}', {e}",
@@ -141,7 +138,7 @@ impl Containers {
         })?;
         let store = entry
             .store
-            .get_or_init(|| Store::open(&entry.root, &entry.options))
+            .get_or_init(|| Store::open(&entry.prefix, &entry.options))
             .as_ref()
             .map_err(|e| StoreError::Unavailable(e.clone()))?;
         Ok((store, key))
@@ -230,10 +227,14 @@ mod tests {
         assert_eq!(key, "a/b.nc");
         let (_, key) = c.locate("/data/archive/special/c.nc", None).unwrap();
         assert_eq!(key, "c.nc");
-        // A partial last segment: the store is rooted at its directory.
-        let (_, key) = c.locate("/other/x1.nc", None).unwrap();
+        // A prefix without its last '/' is a directory all the same:
+        // neither siblings that start with its name nor the name itself.
+        let (_, key) = c.locate("/other/x/x1.nc", None).unwrap();
         assert_eq!(key, "x1.nc");
         for bad in [
+            "/other/x1.nc",
+            "/other/x_evil/secret.nc",
+            "/other/x",
             "file:///data/other.nc",
             "file:///data/archive/../secret",
             "file:///data/archive/a/%2e%2e/b",

@@ -12,12 +12,18 @@
 //! s3fs, ...), where even an open may wait on the network: there every
 //! read goes to a blocking thread. A HEAD is one stat, on the same terms.
 //! Listing stays with object_store.
+//!
+//! Links may point anywhere; what they resolve to must stay inside the
+//! dataset's directory. Every open file's real path (the kernel's, from
+//! `/proc/self/fd`, so no link swapped in between can fool it) is checked
+//! against the directory's real path, and a file outside is not found: a
+//! link to `/etc/passwd` or into another dataset serves nothing.
 
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -42,6 +48,10 @@ pub(super) struct LocalFiles {
     /// `dir` as an object_store path, and the file-system path object_store
     /// maps it to (`None` if it maps none).
     root: Option<(String, PathBuf)>,
+    /// The directory served.
+    dir: PathBuf,
+    /// `dir` with every link resolved, once it exists: files must be in it.
+    real_dir: Arc<OnceLock<PathBuf>>,
 }
 
 impl LocalFiles {
@@ -62,6 +72,30 @@ impl LocalFiles {
             buffers,
             inline,
             root,
+            dir: dir.to_path_buf(),
+            real_dir: Arc::default(),
+        }
+    }
+
+    /// The directory's real path (resolved once it exists).
+    fn real_dir(&self) -> object_store::Result<PathBuf> {
+        if let Some(real) = self.real_dir.get() {
+            return Ok(real.clone());
+        }
+        let real = std::fs::canonicalize(&self.dir).map_err(|e| not_found_or_generic(&self.dir, e))?;
+        Ok(self.real_dir.get_or_init(|| real).clone())
+    }
+
+    /// Whether listing `prefix` stays inside the directory (a listing
+    /// through a link out of it would name files elsewhere). A prefix that
+    /// does not exist lists nothing, and is inside.
+    pub(super) fn lists_inside(&self, prefix: &str) -> bool {
+        let Ok(real_dir) = self.real_dir() else {
+            return true;
+        };
+        match std::fs::canonicalize(self.dir.join(prefix)) {
+            Ok(real) => real.starts_with(&real_dir),
+            Err(_) => true,
         }
     }
 
@@ -93,14 +127,23 @@ impl LocalFiles {
         options: GetOptions,
     ) -> object_store::Result<Fetched> {
         let path = self.file_path(&location)?;
+        let inside = self.real_dir()?;
         let buffers = self.buffers.clone();
         if self.inline && small(ranges.as_deref()) {
-            if let Some(done) = read_file(&path, location.clone(), ranges.as_deref(), &options, &buffers, Wait::No)? {
+            let file = FileAt {
+                path: &path,
+                inside: &inside,
+            };
+            if let Some(done) = read_file(file, location.clone(), ranges.as_deref(), &options, &buffers, Wait::No)? {
                 return Ok(done);
             }
         }
         tokio::task::spawn_blocking(move || {
-            read_file(&path, location, ranges.as_deref(), &options, &buffers, Wait::Yes)
+            let file = FileAt {
+                path: &path,
+                inside: &inside,
+            };
+            read_file(file, location, ranges.as_deref(), &options, &buffers, Wait::Yes)
                 .map(|done| done.expect("a read that may wait always finishes"))
         })
         .await
@@ -113,10 +156,18 @@ impl LocalFiles {
     /// does not notice a file it may not open (a read of that fails).
     pub(super) async fn head(&self, location: Path) -> object_store::Result<ObjectMeta> {
         let path = self.file_path(&location)?;
+        let inside = self.real_dir()?;
+        let at = move || {
+            let file = FileAt {
+                path: &path,
+                inside: &inside,
+            };
+            stat(file, location)
+        };
         if self.inline {
-            return stat(&path, location);
+            return at();
         }
-        tokio::task::spawn_blocking(move || stat(&path, location))
+        tokio::task::spawn_blocking(at)
             .await
             .map_err(|e| generic(std::io::Error::other(e)))?
     }
@@ -208,14 +259,15 @@ enum Wait {
 /// `Ok(None)` when a byte is not in the page cache (then nothing is
 /// changed: ask again with `Wait::Yes`).
 fn read_file(
-    path: &std::path::Path,
+    at: FileAt<'_>,
     location: Path,
     ranges: Option<&[GetRange]>,
     options: &GetOptions,
     buffers: &Arc<BufferPool>,
     wait: Wait,
 ) -> object_store::Result<Option<Fetched>> {
-    let Some((file, metadata)) = open(path, wait)? else {
+    let path = at.path;
+    let Some((file, metadata)) = open(at, wait)? else {
         return Ok(None);
     };
     let meta = object_meta(location, &metadata);
@@ -258,8 +310,9 @@ fn resolve(ranges: Option<&[GetRange]>, size: u64) -> object_store::Result<Vec<R
 /// socket or device) is no stored object, and is not found. The open never
 /// waits for a FIFO's writer; when it would wait for a lease to be broken,
 /// `None` with `Wait::No` (ask again with `Wait::Yes`, which waits).
-fn open(path: &std::path::Path, wait: Wait) -> object_store::Result<Option<(File, Metadata)>> {
+fn open(at: FileAt<'_>, wait: Wait) -> object_store::Result<Option<(File, Metadata)>> {
     use std::os::unix::fs::OpenOptionsExt;
+    let path = at.path;
     let open_with = |flags| std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path);
     let file = match open_with(libc::O_NONBLOCK) {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && wait == Wait::No => return Ok(None),
@@ -267,6 +320,7 @@ fn open(path: &std::path::Path, wait: Wait) -> object_store::Result<Option<(File
         opened => opened,
     }
     .map_err(|e| not_found_or_generic(path, e))?;
+    at.check(&file)?;
     let metadata = file.metadata().map_err(generic)?;
     if !metadata.is_file() {
         return Err(not_a_file(path));
@@ -291,9 +345,56 @@ fn clear_nonblocking(file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The metadata of the regular file at `path` (following links, as `open` does).
-fn stat(path: &std::path::Path, location: Path) -> object_store::Result<ObjectMeta> {
-    let metadata = std::fs::metadata(path).map_err(|e| not_found_or_generic(path, e))?;
+/// A file's path, and the real directory it must resolve into.
+#[derive(Clone, Copy)]
+struct FileAt<'a> {
+    path: &'a std::path::Path,
+    inside: &'a std::path::Path,
+}
+
+impl FileAt<'_> {
+    /// Not found unless the open `file` really is inside the directory.
+    fn check(&self, file: &File) -> object_store::Result<()> {
+        let real = real_path(file, self.path).map_err(|e| not_found_or_generic(self.path, e))?;
+        match real.starts_with(self.inside) {
+            true => Ok(()),
+            false => Err(object_store::Error::NotFound {
+                path: self.path.display().to_string(),
+                source: "a link out of the dataset's directory".into(),
+            }),
+        }
+    }
+}
+
+/// Where the open `file` really is: the kernel's name for its descriptor
+/// (the file opened, whatever links led there).
+#[cfg(target_os = "linux")]
+fn real_path(file: &File, _path: &std::path::Path) -> std::io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn real_path(_file: &File, path: &std::path::Path) -> std::io::Result<PathBuf> {
+    std::fs::canonicalize(path)
+}
+
+/// The metadata of the regular file at `path` (following links inside the
+/// directory, as `open` does): a path-only open, its stat and its check.
+fn stat(at: FileAt<'_>, location: Path) -> object_store::Result<ObjectMeta> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = at.path;
+    #[cfg(target_os = "linux")]
+    let flags = libc::O_PATH;
+    #[cfg(not(target_os = "linux"))]
+    let flags = libc::O_NONBLOCK;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| not_found_or_generic(path, e))?;
+    at.check(&file)?;
+    let metadata = file.metadata().map_err(|e| not_found_or_generic(path, e))?;
     if !metadata.is_file() {
         return Err(not_a_file(path));
     }
@@ -485,6 +586,49 @@ mod tests {
         let location = Path::from_absolute_path(dir.path().join("shard")).unwrap();
         let local = LocalFiles::new(Arc::new(LocalFileSystem::new()), Arc::default(), dir.path());
         (dir, local, location)
+    }
+
+    /// Links inside the directory are followed; links that resolve
+    /// outside it (a file elsewhere, another dataset's directory, through a
+    /// linked parent) serve nothing, to reads, HEADs and listings alike,
+    /// on the calling thread and on a blocking one.
+    #[tokio::test]
+    async fn links_out_of_the_directory_are_not_followed() {
+        use std::os::unix::fs::symlink;
+        let base = tempfile::tempdir().unwrap();
+        let (ours, theirs) = (base.path().join("ours.zarr"), base.path().join("theirs.zarr"));
+        std::fs::create_dir_all(ours.join("c")).unwrap();
+        std::fs::create_dir_all(&theirs).unwrap();
+        std::fs::write(ours.join("c/0"), b"ours").unwrap();
+        std::fs::write(theirs.join("zarr.json"), b"secret").unwrap();
+        std::fs::write(base.path().join("passwd"), b"root:x:0:0").unwrap();
+        symlink("c/0", ours.join("inside")).unwrap();
+        symlink(ours.join("c"), ours.join("inside_dir")).unwrap();
+        symlink(base.path().join("passwd"), ours.join("passwd")).unwrap();
+        symlink(theirs.join("zarr.json"), ours.join("zarr.json")).unwrap();
+        symlink(&theirs, ours.join("other")).unwrap();
+        symlink("../theirs.zarr/zarr.json", ours.join("relative")).unwrap();
+        let local = LocalFiles::new(Arc::new(LocalFileSystem::new()), Arc::default(), &ours);
+        let at = |key: &str| Path::from_absolute_path(ours.join(key)).unwrap();
+        for blocking in [false, true] {
+            let local = LocalFiles {
+                inline: !blocking,
+                ..local.clone()
+            };
+            for key in ["inside", "inside_dir/0", "c/0"] {
+                let (_, parts) = local.read(at(key), None, GetOptions::default()).await.unwrap();
+                assert_eq!(&parts[0].1[..], b"ours", "{key}");
+                assert!(local.head(at(key)).await.is_ok(), "{key}");
+            }
+            for key in ["passwd", "zarr.json", "other/zarr.json", "relative"] {
+                let err = local.read(at(key), None, GetOptions::default()).await.unwrap_err();
+                assert!(matches!(err, object_store::Error::NotFound { .. }), "{key}: {err}");
+                let err = local.head(at(key)).await.unwrap_err();
+                assert!(matches!(err, object_store::Error::NotFound { .. }), "{key}: {err}");
+            }
+        }
+        assert!(local.lists_inside("") && local.lists_inside("inside_dir") && local.lists_inside("absent"));
+        assert!(!local.lists_inside("other"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod icechunk;
 mod key;
 mod local;
 mod open;
+mod redirects;
 mod references;
 
 use std::ops::Range;
@@ -505,6 +506,9 @@ impl Store {
                     "this HTTP server does not list directories".into(),
                 ));
             }
+        }
+        if self.local.as_ref().is_some_and(|local| !local.lists_inside(prefix)) {
+            return Ok((vec![], vec![]));
         }
         let listing = self.run(self.inner.list_with_delimiter(Some(&path))).await;
         if let (Err(_), Some(refused)) = (&listing, &self.listing_refused) {

@@ -191,7 +191,10 @@ fn open_url(url: &Url, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, 
         "http" | "https" => {
             let mut base = url.clone();
             base.set_path("");
-            let mut b = HttpBuilder::new().with_url(base.as_str()).with_retry(retry);
+            let mut b = HttpBuilder::new()
+                .with_url(base.as_str())
+                .with_retry(retry)
+                .with_http_connector(super::redirects::StayUnder::new(url));
             for (k, v) in settings
                 .iter()
                 .chain([(&"allow_http".to_string(), &"true".to_string())])

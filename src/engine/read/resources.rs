@@ -129,6 +129,12 @@ impl Resources {
         }
     }
 
+    /// The slab budget's size (`slab_budget_bytes`): the most decoded bytes
+    /// an answer read whole may hold.
+    pub fn slab_budget_bytes(&self) -> u64 {
+        (self.slab_budget_kib as u64) << 10
+    }
+
     /// The caches, for reporting.
     pub fn caches(&self) -> &Caches {
         &self.caches

@@ -52,8 +52,8 @@ const CRS84_WKT: &str = "GEOGCRS[\"WGS 84 (CRS84)\",DATUM[\"World Geodetic Syste
     AXIS[\"geodetic latitude (Lat)\",north,ANGLEUNIT[\"degree\",0.0174532925199433]],\
     ID[\"OGC\",\"CRS84\"]]";
 
-fn base(headers: &HeaderMap, ds: &str) -> String {
-    absolute(headers, &format!("/v1/datasets/{ds}/edr"))
+fn base(state: &AppState, headers: &HeaderMap, ds: &str) -> String {
+    absolute(state, headers, &format!("/v1/datasets/{ds}/edr"))
 }
 
 async fn landing(
@@ -62,7 +62,7 @@ async fn landing(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let dataset = &state.dataset(&ds, &headers).await?;
-    let base = base(&headers, &ds);
+    let base = base(&state, &headers, &ds);
     let title = dataset.description.clone().unwrap_or_else(|| format!("Dataset {ds}"));
     Ok(Json(json!({
         "title": format!("{ds}: OGC API - Environmental Data Retrieval"),
@@ -73,7 +73,7 @@ async fn landing(
              "title": "conformance classes"},
             {"href": format!("{base}/collections"), "rel": "data", "type": "application/json",
              "title": "collections"},
-            {"href": absolute(&headers, "/openapi.yaml"), "rel": "service-desc",
+            {"href": absolute(&state, &headers, "/openapi.yaml"), "rel": "service-desc",
              "type": "application/vnd.oai.openapi;version=3.1", "title": "the API definition"},
         ],
     }))
@@ -151,7 +151,7 @@ async fn collections(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let dataset = &state.dataset(&ds, &headers).await?;
-    let base = base(&headers, &ds);
+    let base = base(&state, &headers, &ds);
     let mut docs = Vec::new();
     for c in all_collections(dataset, &ds).await? {
         docs.push(collection_document(dataset, &c, &base).await?);
@@ -170,7 +170,7 @@ async fn collection(
 ) -> Result<Response, ApiError> {
     let dataset = &state.dataset(&ds, &headers).await?;
     let collection = find_collection(dataset, &ds, &c).await?;
-    let base = base(&headers, &ds);
+    let base = base(&state, &headers, &ds);
     Ok(Json(collection_document(dataset, &collection, &base).await?).into_response())
 }
 

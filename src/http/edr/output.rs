@@ -1,14 +1,17 @@
 //! What an EDR query read, written as CoverageJSON (typed structs, as the
 //! CoverageJSON specification names its members), GeoJSON, CSV or NetCDF.
+//!
+//! The values are read whole (held under the slab budget); the answer is
+//! written from them on a blocking thread straight into the response body,
+//! a piece at a time: no document tree, no whole text in memory.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::io::{self, Write};
 
-use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use super::query::{Extract, Shape};
@@ -17,7 +20,7 @@ use crate::encode::netcdf::{Attribute, NcType, NetCdf, Variable};
 use crate::encode::Encoder;
 use crate::engine::geo::Crs;
 use crate::http::conditional::{if_none_match, strong_etag};
-use crate::http::ApiError;
+use crate::http::{ApiError, ChannelWriter};
 
 /// An output format (`f`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +61,20 @@ impl Format {
             Format::NetCdf => "application/x-netcdf",
         }
     }
+
+    /// Bytes the writer holds beside the values, per byte of values: a
+    /// NetCDF file copies them once (big-endian); text is sent as written.
+    pub(super) fn copies(self) -> u64 {
+        match self {
+            Format::NetCdf => 1,
+            _ => 0,
+        }
+    }
 }
 
-/// The response: the body in `format`, with an ETag from the keys read.
+/// The response: the body in `format`, with an ETag from the keys read,
+/// written on a blocking thread as it is sent; `held` (the values' share
+/// of the slab budget) is released when the last byte is written.
 pub(super) fn respond(
     format: Format,
     query: &str,
@@ -78,62 +92,114 @@ pub(super) fn respond(
         parts.push(version.as_deref().unwrap_or("-").as_bytes());
     }
     let shape_key = shape_key(&extract.shape);
-    parts.push(shape_key.as_bytes());
+    parts.push(&shape_key);
     let etag = strong_etag(&parts);
     let builder = Response::builder().header(header::ETAG, &etag);
     if if_none_match(headers, &etag) {
         return Ok(builder
             .status(StatusCode::NOT_MODIFIED)
-            .body(Body::empty())
+            .body(axum::body::Body::empty())
             .expect("valid response"));
     }
-    let body = match format {
-        Format::CoverageJson => Bytes::from(serde_json::to_vec(&coverage_json(&extract)).expect("JSON")),
-        Format::GeoJson => Bytes::from(serde_json::to_vec(&geo_json(&extract)).expect("JSON")),
-        Format::Csv => Bytes::from(csv(&extract)),
-        Format::NetCdf => netcdf(&extract)?,
+    // The file's head, before the status: what fails there is an error answer.
+    let file = match format {
+        Format::NetCdf => Some(netcdf_file(&extract)?),
+        _ => None,
     };
+    let (mut writer, body) = ChannelWriter::new();
+    let mut extract = extract;
+    tokio::task::spawn_blocking(move || {
+        let _held = extract.held.take();
+        let written = match format {
+            Format::CoverageJson => {
+                serde_json::to_writer(&mut writer, &coverage_json(&extract)).map_err(io::Error::from)
+            }
+            Format::GeoJson => geo_json(&extract, &mut writer),
+            Format::Csv => csv(&extract, &mut writer),
+            Format::NetCdf => netcdf(file.as_ref().expect("made above"), &extract, &mut writer),
+        };
+        writer.finish(written);
+    });
     Ok(builder
         .header(header::CONTENT_TYPE, HeaderValue::from_static(format.media_type()))
-        .body(Body::from(body))
+        .body(body)
         .expect("valid response"))
 }
 
-/// What tells apart the places of two answers of the same keys read.
-fn shape_key(shape: &Shape) -> String {
+/// What tells apart the places of two answers of the same keys read: the
+/// positions, or the window's cells and which of them are inside (as bits).
+fn shape_key(shape: &Shape) -> Vec<u8> {
+    let numbers = |out: &mut Vec<u8>, values: &mut dyn Iterator<Item = f64>| {
+        for v in values {
+            out.extend(v.to_le_bytes());
+        }
+    };
+    let mut out = Vec::new();
     match shape {
-        Shape::Points { points, .. } => format!("points {points:?}"),
-        Shape::Grid { window, .. } => format!("grid {:?} {:?} {:?}", window.cols, window.rows, window.inside),
-        Shape::Trajectory { steps, .. } => steps.iter().fold(String::from("trajectory"), |mut s, st| {
-            let _ = write!(s, " {} {} {:?} {:?}", st.x, st.y, st.t, st.z);
-            s
-        }),
+        Shape::Points { points, .. } => {
+            out.extend(b"points");
+            numbers(&mut out, &mut points.iter().flat_map(|&(x, y)| [x, y]));
+        }
+        Shape::Grid { window, .. } => {
+            out.extend(b"grid");
+            for list in [&window.cols, &window.rows] {
+                out.extend((list.len() as u64).to_le_bytes());
+                for c in list.iter() {
+                    out.extend(c.to_le_bytes());
+                }
+            }
+            for bits in window.inside.chunks(8) {
+                out.push(
+                    bits.iter()
+                        .enumerate()
+                        .fold(0u8, |b, (i, &inside)| b | (u8::from(inside) << i)),
+                );
+            }
+        }
+        Shape::Trajectory { steps, .. } => {
+            out.extend(b"trajectory");
+            for st in steps {
+                numbers(&mut out, &mut [st.x, st.y].into_iter());
+                let index = |i: Option<usize>| i.map_or(u64::MAX, |i| i as u64);
+                out.extend(index(st.t).to_le_bytes());
+                out.extend(index(st.z).to_le_bytes());
+            }
+        }
     }
+    out
 }
 
 // --- CoverageJSON ----------------------------------------------------------------
 
+/// A CoverageJSON document: one coverage, or a collection of them.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Document<'a> {
+    One(Coverage<'a>),
+    Collection(CoverageCollection<'a>),
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Coverage {
+struct Coverage<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     domain: Domain,
     #[serde(skip_serializing_if = "Option::is_none")]
     parameters: Option<BTreeMap<String, Value>>,
-    ranges: BTreeMap<String, NdArray>,
+    ranges: BTreeMap<String, NdArray<'a>>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct CoverageCollection {
+struct CoverageCollection<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     domain_type: Option<&'static str>,
     parameters: BTreeMap<String, Value>,
     referencing: Vec<Referencing>,
-    coverages: Vec<Coverage>,
+    coverages: Vec<Coverage<'a>>,
 }
 
 #[derive(Serialize)]
@@ -156,7 +222,7 @@ struct Referencing {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct NdArray {
+struct NdArray<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     data_type: &'static str,
@@ -164,16 +230,25 @@ struct NdArray {
     axis_names: Vec<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     shape: Vec<usize>,
-    values: Vec<Option<f64>>,
+    values: Values<'a>,
 }
 
-fn nd_array(axis_names: Vec<&'static str>, shape: Vec<usize>, values: &[f64]) -> NdArray {
+/// Values written as they are read: numbers, `null` where missing.
+struct Values<'a>(&'a [f64]);
+
+impl Serialize for Values<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|v| v.is_finite().then_some(*v)))
+    }
+}
+
+fn nd_array<'a>(axis_names: Vec<&'static str>, shape: Vec<usize>, values: &'a [f64]) -> NdArray<'a> {
     NdArray {
         kind: "NdArray",
         data_type: "float",
         axis_names,
         shape,
-        values: values.iter().map(|v| v.is_finite().then_some(*v)).collect(),
+        values: Values(values),
     }
 }
 
@@ -213,7 +288,7 @@ fn parameters(extract: &Extract) -> BTreeMap<String, Value> {
         .collect()
 }
 
-fn coverage_json(extract: &Extract) -> Value {
+fn coverage_json(extract: &Extract) -> Document<'_> {
     let (nt, nz) = (
         extract.times.as_ref().map_or(0, Vec::len),
         extract.levels.as_ref().map_or(0, Vec::len),
@@ -285,16 +360,15 @@ fn coverage_json(extract: &Extract) -> Value {
                 1 => {
                     let mut one = coverages.into_iter().next().expect("one coverage");
                     one.parameters = Some(parameters(extract));
-                    serde_json::to_value(one).expect("JSON")
+                    Document::One(one)
                 }
-                _ => serde_json::to_value(CoverageCollection {
+                _ => Document::Collection(CoverageCollection {
                     kind: "CoverageCollection",
                     domain_type,
                     parameters: parameters(extract),
                     referencing: referencing(&Crs::Crs84, nt > 0, nz > 0),
                     coverages,
-                })
-                .expect("JSON"),
+                }),
             }
         }
         Shape::Grid {
@@ -325,7 +399,7 @@ fn coverage_json(extract: &Extract) -> Value {
                 .zip(values)
                 .map(|(name, v)| (name, nd_array(axis_names.clone(), shape.clone(), v)))
                 .collect();
-            serde_json::to_value(Coverage {
+            Document::One(Coverage {
                 kind: "Coverage",
                 domain: Domain {
                     kind: "Domain",
@@ -336,7 +410,6 @@ fn coverage_json(extract: &Extract) -> Value {
                 parameters: Some(parameters(extract)),
                 ranges,
             })
-            .expect("JSON")
         }
         Shape::Trajectory { steps, values } => {
             let times = extract.times.clone().unwrap_or_default();
@@ -373,7 +446,7 @@ fn coverage_json(extract: &Extract) -> Value {
                 .zip(values)
                 .map(|(name, v)| (name, nd_array(vec!["composite"], vec![steps.len()], v)))
                 .collect();
-            serde_json::to_value(Coverage {
+            Document::One(Coverage {
                 kind: "Coverage",
                 domain: Domain {
                     kind: "Domain",
@@ -384,191 +457,273 @@ fn coverage_json(extract: &Extract) -> Value {
                 parameters: Some(parameters(extract)),
                 ranges,
             })
-            .expect("JSON")
         }
     }
 }
 
 // --- Rows: what GeoJSON and CSV write ----------------------------------------------
 
-/// One location's values: its CRS84 position, and per step (t, z) the
-/// value of each variable.
-struct Row {
+/// One value of each variable at one location and step: its CRS84
+/// position, its time and level, and where its values are (`at` in each
+/// variable's values).
+struct Row<'a> {
     lon: f64,
     lat: f64,
-    t: Option<String>,
+    t: Option<&'a str>,
     z: Option<f64>,
-    values: Vec<f64>,
+    at: usize,
 }
 
-/// Every value as rows (one per location and step), and the locations.
-fn rows(extract: &Extract) -> Vec<Row> {
-    let times: Vec<Option<String>> = match &extract.times {
-        Some(t) => t.iter().cloned().map(Some).collect(),
+/// The time and level labels of every step, `[t][z]` (one `None` step for
+/// an absent axis).
+fn step_labels(extract: &Extract) -> (Vec<Option<&str>>, Vec<Option<f64>>) {
+    let times = match &extract.times {
+        Some(t) => t.iter().map(|t| Some(t.as_str())).collect(),
         None => vec![None],
     };
-    let levels: Vec<Option<f64>> = match &extract.levels {
+    let levels = match &extract.levels {
         Some(z) => z.iter().copied().map(Some).collect(),
         None => vec![None],
     };
-    let mut out = Vec::new();
+    (times, levels)
+}
+
+/// Every row, location after location (the order GeoJSON groups them in):
+/// `f` is called with one location's rows at a time.
+fn for_each_location(extract: &Extract, mut f: impl FnMut(f64, f64, &[Row<'_>]) -> io::Result<()>) -> io::Result<()> {
+    let (times, levels) = step_labels(extract);
+    let mut rows = Vec::new();
     match &extract.shape {
-        Shape::Points { points, values } => {
+        Shape::Grid {
+            grid, window, inside, ..
+        } => {
+            let (width, cells) = (window.cols.len(), inside.len());
+            for (k, _) in inside.iter().enumerate().filter(|(_, i)| **i) {
+                let Some((lon, lat)) = grid.centre(window.cols[k % width], window.rows[k / width]).1 else {
+                    continue;
+                };
+                let lon = (lon + 180.0).rem_euclid(360.0) - 180.0;
+                rows.clear();
+                for (ti, t) in times.iter().enumerate() {
+                    for (zi, z) in levels.iter().enumerate() {
+                        let at = (ti * levels.len() + zi) * cells + k;
+                        rows.push(Row {
+                            lon,
+                            lat,
+                            t: *t,
+                            z: *z,
+                            at,
+                        });
+                    }
+                }
+                f(lon, lat, &rows)?;
+            }
+            Ok(())
+        }
+        // Few places (a URL's worth): the rows of places at the same
+        // position go together, in the order they first appear.
+        _ => {
+            let mut all = Vec::new();
+            for_each_row(extract, |row| {
+                all.push(row);
+                Ok(())
+            })?;
+            let mut order: Vec<(u64, u64)> = Vec::new();
+            let mut groups: BTreeMap<(u64, u64), Vec<Row<'_>>> = BTreeMap::new();
+            for row in all {
+                let key = (row.lon.to_bits(), row.lat.to_bits());
+                let group = groups.entry(key).or_insert_with(|| {
+                    order.push(key);
+                    Vec::new()
+                });
+                group.push(row);
+            }
+            for key in order {
+                let rows = &groups[&key];
+                f(rows[0].lon, rows[0].lat, rows)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Every row in the order CSV lists them: per step then location for a
+/// grid, per place then step otherwise.
+fn for_each_row<'a>(extract: &'a Extract, mut f: impl FnMut(Row<'a>) -> io::Result<()>) -> io::Result<()> {
+    let (times, levels) = step_labels(extract);
+    match &extract.shape {
+        Shape::Points { points, .. } => {
             let steps = times.len() * levels.len();
             for (p, &(lon, lat)) in points.iter().enumerate() {
                 for (ti, t) in times.iter().enumerate() {
                     for (zi, z) in levels.iter().enumerate() {
                         let at = p * steps + ti * levels.len() + zi;
-                        out.push(Row {
+                        f(Row {
                             lon,
                             lat,
-                            t: t.clone(),
+                            t: *t,
                             z: *z,
-                            values: values.iter().map(|v| v[at]).collect(),
-                        });
+                            at,
+                        })?;
                     }
                 }
             }
         }
         Shape::Grid {
-            values,
-            grid,
-            window,
-            inside,
-            ..
+            grid, window, inside, ..
         } => {
-            let width = window.cols.len();
-            let cells = inside.len();
+            let (width, cells) = (window.cols.len(), inside.len());
             for (ti, t) in times.iter().enumerate() {
                 for (zi, z) in levels.iter().enumerate() {
                     for (k, _) in inside.iter().enumerate().filter(|(_, i)| **i) {
-                        let (col, row) = (window.cols[k % width], window.rows[k / width]);
-                        let Some((lon, lat)) = grid.centre(col, row).1 else {
+                        let Some((lon, lat)) = grid.centre(window.cols[k % width], window.rows[k / width]).1 else {
                             continue;
                         };
+                        let lon = (lon + 180.0).rem_euclid(360.0) - 180.0;
                         let at = (ti * levels.len() + zi) * cells + k;
-                        out.push(Row {
-                            lon: (lon + 180.0).rem_euclid(360.0) - 180.0,
+                        f(Row {
+                            lon,
                             lat,
-                            t: t.clone(),
+                            t: *t,
                             z: *z,
-                            values: values.iter().map(|v| v[at]).collect(),
-                        });
+                            at,
+                        })?;
                     }
                 }
             }
         }
-        Shape::Trajectory { steps, values } => {
+        Shape::Trajectory { steps, .. } => {
             for (k, s) in steps.iter().enumerate() {
-                out.push(Row {
+                f(Row {
                     lon: s.x,
                     lat: s.y,
-                    t: s.t.and_then(|t| extract.times.as_ref().map(|ts| ts[t].clone())),
+                    t: s.t.and_then(|t| extract.times.as_ref().map(|ts| ts[t].as_str())),
                     z: s.z.and_then(|z| extract.levels.as_ref().map(|zs| zs[z])),
-                    values: values.iter().map(|v| v[k]).collect(),
-                });
+                    at: k,
+                })?;
             }
         }
     }
-    out
+    Ok(())
 }
 
-fn number(v: f64) -> Value {
-    match v.is_finite() {
-        true => Value::from(v),
-        false => Value::Null,
+/// The values of every variable, per variable.
+fn values(extract: &Extract) -> &[Vec<f64>] {
+    match &extract.shape {
+        Shape::Points { values, .. } | Shape::Grid { values, .. } | Shape::Trajectory { values, .. } => values,
     }
 }
 
 /// A FeatureCollection: one Feature per location, its values (a list over
 /// the steps when there are several) in `properties`.
-fn geo_json(extract: &Extract) -> Value {
+fn geo_json(extract: &Extract, w: &mut impl Write) -> io::Result<()> {
     let names: Vec<&str> = extract.vars.iter().map(Collection::name).collect();
-    let mut features: Vec<(String, Value)> = Vec::new();
-    let mut order: BTreeMap<String, usize> = BTreeMap::new();
-    for row in rows(extract) {
-        let key = format!("{} {}", row.lon, row.lat);
-        let index = *order.entry(key.clone()).or_insert_with(|| {
-            features.push((
-                key,
-                json!({
-                    "type": "Feature",
-                    "geometry": {"type": "Point", "coordinates": [row.lon, row.lat]},
-                    "properties": {},
-                }),
-            ));
-            features.len() - 1
-        });
-        let properties = &mut features[index].1["properties"];
-        let mut push = |name: &str, value: Value| match properties.get_mut(name) {
-            Some(Value::Array(list)) => list.push(value),
-            _ => properties[name] = Value::Array(vec![value]),
-        };
-        if let Some(t) = row.t {
-            push("datetime", Value::String(t));
+    let values = values(extract);
+    w.write_all(br#"{"type":"FeatureCollection","features":["#)?;
+    let mut first = true;
+    for_each_location(extract, |lon, lat, rows| {
+        if !std::mem::take(&mut first) {
+            w.write_all(b",")?;
         }
-        if let Some(z) = row.z {
-            push("z", Value::from(z));
-        }
-        for (name, v) in names.iter().zip(&row.values) {
-            push(name, number(*v));
-        }
-    }
-    // A single value stands alone rather than in a list of one.
-    for (_, feature) in &mut features {
-        if let Some(map) = feature["properties"].as_object_mut() {
-            for value in map.values_mut() {
-                if let Value::Array(list) = value {
-                    if list.len() == 1 {
-                        *value = list.pop().expect("one");
-                    }
+        w.write_all(br#"{"type":"Feature","geometry":{"type":"Point","coordinates":["#)?;
+        number(w, lon)?;
+        w.write_all(b",")?;
+        number(w, lat)?;
+        w.write_all(br#"]},"properties":{"#)?;
+        let mut props = 0;
+        let mut property =
+            |w: &mut dyn Write, name: &str, item: &mut dyn FnMut(&mut dyn Write, &Row<'_>) -> io::Result<()>| {
+                if props > 0 {
+                    w.write_all(b",")?;
                 }
-            }
+                props += 1;
+                serde_json::to_writer(&mut *w, name)?;
+                w.write_all(b":")?;
+                let list = rows.len() != 1;
+                w.write_all(if list { b"[" } else { b"" })?;
+                for (i, row) in rows.iter().enumerate() {
+                    if i > 0 {
+                        w.write_all(b",")?;
+                    }
+                    item(w, row)?;
+                }
+                w.write_all(if list { b"]" } else { b"" })
+            };
+        if extract.times.is_some() {
+            property(w, "datetime", &mut |w, row| Ok(serde_json::to_writer(w, &row.t)?))?;
         }
+        if extract.levels.is_some() {
+            property(w, "z", &mut |w, row| number(w, row.z.unwrap_or(f64::NAN)))?;
+        }
+        for (name, v) in names.iter().zip(values) {
+            property(w, name, &mut |w, row| number(w, v[row.at]))?;
+        }
+        w.write_all(b"}}")
+    })?;
+    w.write_all(b"]}")
+}
+
+/// A JSON number, `null` when not finite.
+fn number(w: &mut (impl Write + ?Sized), v: f64) -> io::Result<()> {
+    match v.is_finite() {
+        true => Ok(serde_json::to_writer(w, &v)?),
+        false => w.write_all(b"null"),
     }
-    json!({
-        "type": "FeatureCollection",
-        "features": features.into_iter().map(|(_, f)| f).collect::<Vec<_>>(),
-    })
 }
 
 /// One row per location and step: x, y, t and z as present, then each parameter.
-fn csv(extract: &Extract) -> Vec<u8> {
-    let mut out = String::from("x,y");
+fn csv(extract: &Extract, w: &mut impl Write) -> io::Result<()> {
+    w.write_all(b"x,y")?;
     if extract.times.is_some() {
-        out.push_str(",t");
+        w.write_all(b",t")?;
     }
     if extract.levels.is_some() {
-        out.push_str(",z");
+        w.write_all(b",z")?;
     }
     for var in &extract.vars {
-        let _ = write!(out, ",{}", Collection::name(var));
+        write!(w, ",{}", Collection::name(var))?;
     }
-    out.push('\n');
-    for row in rows(extract) {
-        let _ = write!(out, "{},{}", row.lon, row.lat);
+    w.write_all(b"\n")?;
+    let values = values(extract);
+    for_each_row(extract, |row| {
+        write!(w, "{},{}", row.lon, row.lat)?;
         if extract.times.is_some() {
-            let _ = write!(out, ",{}", row.t.unwrap_or_default());
+            write!(w, ",{}", row.t.unwrap_or_default())?;
         }
         if extract.levels.is_some() {
-            let _ = write!(out, ",{}", row.z.map(|z| z.to_string()).unwrap_or_default());
-        }
-        for v in row.values {
-            match v.is_finite() {
-                true => {
-                    let _ = write!(out, ",{v}");
-                }
-                false => out.push(','),
+            match row.z {
+                Some(z) => write!(w, ",{z}")?,
+                None => w.write_all(b",")?,
             }
         }
-        out.push('\n');
+        for v in values {
+            match v[row.at] {
+                v if v.is_finite() => write!(w, ",{v}")?,
+                _ => w.write_all(b",")?,
+            }
+        }
+        w.write_all(b"\n")
+    })
+}
+
+/// Write the file `netcdf_file` describes: its head, the last parameter's
+/// values (big-endian, a piece at a time) and its tail.
+fn netcdf(file: &NetCdf, extract: &Extract, w: &mut impl Write) -> io::Result<()> {
+    w.write_all(&file.head())?;
+    let last = values(extract).last().map_or(&[][..], Vec::as_slice);
+    let mut piece = Vec::with_capacity(1 << 20);
+    for part in last.chunks(1 << 17) {
+        piece.clear();
+        piece.extend(part.iter().flat_map(|x| x.to_be_bytes()));
+        w.write_all(&piece)?;
     }
-    out.into_bytes()
+    w.write_all(&file.tail())
 }
 
 /// An area or cube as a netCDF file: `lon`/`lat` (or `x`/`y`), `time` (seconds
-/// since 1970-01-01) and `z` coordinates, and one variable per parameter.
-fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
+/// since 1970-01-01) and `z` coordinates, and one variable per parameter
+/// (all but the last written into the file's head; the last is streamed).
+fn netcdf_file(extract: &Extract) -> Result<NetCdf, ApiError> {
     let Shape::Grid {
         xs, ys, values, grid, ..
     } = &extract.shape
@@ -639,11 +794,13 @@ fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
     };
     coordinate(&xn, &xs, axis_attributes(true));
     let all_dims: Vec<usize> = (0..dims.len()).collect();
+    let count = extract.vars.len();
     let mut data_vars: Vec<(Variable, Bytes)> = extract
         .vars
         .iter()
         .zip(values)
-        .map(|(var, v)| {
+        .enumerate()
+        .map(|(i, (var, v))| {
             let attributes = var.node.attributes();
             let mut attrs = Vec::new();
             for name in ["units", "long_name", "standard_name"] {
@@ -657,13 +814,12 @@ fn netcdf(extract: &Extract) -> Result<Bytes, ApiError> {
                 nc_type: NcType::Double,
                 attributes: attrs,
             };
-            (variable, doubles(v))
+            // The last is streamed, not held in the head.
+            (variable, if i + 1 < count { doubles(v) } else { Bytes::new() })
         })
         .collect();
-    let (last, data) = data_vars.pop().expect("at least one parameter");
+    let (last, _) = data_vars.pop().expect("at least one parameter");
     whole.extend(data_vars);
-    let file = NetCdf::new(&dims, &[Attribute::text("Conventions", "CF-1.8")], &whole, &last)
-        .map_err(|e| ApiError::Engine(crate::engine::Error::Internal(e)))?;
-    file.whole(data)
+    NetCdf::new(&dims, &[Attribute::text("Conventions", "CF-1.8")], &whole, &last)
         .map_err(|e| ApiError::Engine(crate::engine::Error::Internal(e)))
 }

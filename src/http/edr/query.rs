@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use tokio::sync::OwnedSemaphorePermit;
+
 use axum::extract::{Path, RawQuery, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use super::output::{self, Format};
@@ -28,6 +30,8 @@ pub(super) struct Extract {
     pub(super) levels: Option<Vec<f64>>,
     pub(super) shape: Shape,
     pub(super) versions: Versions,
+    /// The values' share of the slab budget, held until they are written.
+    pub(super) held: Option<OwnedSemaphorePermit>,
 }
 
 /// Where the values are.
@@ -139,6 +143,7 @@ pub(super) async fn answer(
         times,
         levels,
         limit: state.max_response_bytes,
+        copies: format.copies(),
     };
     let extract = match query.as_str() {
         "position" => request.points(&grid, &points(&params, "position")?).await?,
@@ -166,9 +171,15 @@ fn parameters(c: &Collection, names: Option<&str>) -> Result<Vec<GeoVariable>, A
         let first = &c.vars[0];
         return Ok(c.vars.iter().filter(|v| same_grid(first, v)).cloned().collect());
     };
-    let vars: Vec<GeoVariable> = list
-        .split(',')
-        .map(str::trim)
+    // Each named once, however often the list repeats it.
+    let mut names: Vec<&str> = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let vars: Vec<GeoVariable> = names
+        .into_iter()
         .map(|name| {
             c.vars
                 .iter()
@@ -421,6 +432,8 @@ struct Request<'a> {
     times: Option<Vec<u64>>,
     levels: Option<Vec<u64>>,
     limit: u64,
+    /// Copies of the values the output format makes ([`Format::copies`]).
+    copies: u64,
 }
 
 impl Request<'_> {
@@ -429,16 +442,42 @@ impl Request<'_> {
     }
 
     /// 413 before any read when the values would exceed the limit
-    /// (8 bytes a decoded value, as a region read of them counts).
-    fn check(&self, cells: u64) -> Result<(), ApiError> {
-        let requested = cells * self.steps() * self.vars.len() as u64 * 8;
-        match requested > self.limit {
-            true => Err(ApiError::TooLarge {
+    /// (8 bytes a decoded value, as a region read of them counts), then
+    /// their memory: the values (and the format's copy of them) are held
+    /// whole until written, under the slab budget shared by every read;
+    /// more than the whole budget is 413, naming it.
+    async fn check(&self, cells: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let requested = cells
+            .saturating_mul(self.steps())
+            .saturating_mul(self.vars.len() as u64)
+            .saturating_mul(8);
+        if requested > self.limit {
+            return Err(ApiError::TooLarge {
                 requested,
                 limit: self.limit,
-            }),
-            false => Ok(()),
+            });
         }
+        let resources = self.dataset.resources();
+        let held = requested.saturating_mul(1 + self.copies);
+        let budget = resources.slab_budget_bytes();
+        if held > budget {
+            return Err(ApiError::Rejected(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the answer's values would hold {held} bytes in memory, more than slab_budget_bytes = {budget}; \
+                     EDR answers are read whole: ask for a smaller region, fewer times or fewer parameters"
+                ),
+            ));
+        }
+        Ok(resources.hold_slab_bytes(held as usize).await?)
+    }
+
+    /// [`Request::check`] for `steps` values of each variable in all.
+    async fn check_steps(&self, steps: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let per_cell = self.steps().max(1);
+        // Round up to whole cells of this request's steps.
+        let cells = steps.div_ceil(per_cell);
+        self.check(cells).await
     }
 
     /// Read `read` of every variable; the values in T, Z, Y, X order.
@@ -473,7 +512,7 @@ impl Request<'_> {
 
     async fn points(self, grid: &GeoGrid, points: &[Vertex]) -> Result<Extract, ApiError> {
         let cells: Vec<(u64, u64)> = points.iter().map(|p| cell_of(grid, p)).collect::<Result<_, _>>()?;
-        self.check(cells.len() as u64)?;
+        let held = self.check(cells.len() as u64).await?;
         let mut versions = Versions::new();
         let mut values = vec![Vec::new(); self.vars.len()];
         let mut centres = Vec::with_capacity(cells.len());
@@ -500,11 +539,12 @@ impl Request<'_> {
                 values,
             },
             versions,
+            held,
         })
     }
 
     async fn window(self, grid: Arc<GeoGrid>, window: CellWindow) -> Result<Extract, ApiError> {
-        self.check(window.inside.len() as u64)?;
+        let held = self.check(window.inside.len() as u64).await?;
         let read = CellRead {
             cols: window.cols.clone(),
             rows: window.rows.clone(),
@@ -537,6 +577,7 @@ impl Request<'_> {
                 window,
             },
             versions,
+            held,
         })
     }
 
@@ -575,13 +616,8 @@ impl Request<'_> {
             .iter()
             .map(|(_, t, z)| t.as_ref().map_or(1, Vec::len) * z.as_ref().map_or(1, Vec::len));
         let total: usize = per_vertex.sum();
-        let requested = total as u64 * self.vars.len() as u64 * 8;
-        if requested > self.limit {
-            return Err(ApiError::TooLarge {
-                requested,
-                limit: self.limit,
-            });
-        }
+        // Each step is a cell of its own.
+        let held = self.check_steps(total as u64).await?;
         // The steps name positions in the union of times and levels read.
         let mut all_t: Vec<u64> = plan.iter().flat_map(|p| p.1.clone().unwrap_or_default()).collect();
         let mut all_z: Vec<u64> = plan.iter().flat_map(|p| p.2.clone().unwrap_or_default()).collect();
@@ -627,6 +663,7 @@ impl Request<'_> {
             levels,
             shape: Shape::Trajectory { steps, values },
             versions,
+            held,
         })
     }
 }

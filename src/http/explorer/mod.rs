@@ -117,7 +117,7 @@ async fn explore(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) ->
     let dataset = &state.dataset(ds, headers).await?;
     let doc = document(dataset, path).await?;
     let main = match doc["node_type"].as_str() {
-        Some("array") => array_main(dataset, path, &doc, &origin(headers)).await,
+        Some("array") => array_main(dataset, path, &doc, &origin(state, headers)).await,
         _ => group_main(dataset, path, &doc).await?,
     };
     let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(ds);
@@ -616,19 +616,12 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-/// The scheme and host the browser used, for commands to copy.
-fn origin(headers: &HeaderMap) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .filter(|h| h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)))
-        .unwrap_or("127.0.0.1:8080");
-    let scheme = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .filter(|p| *p == "https")
-        .unwrap_or("http");
-    format!("{scheme}://{host}")
+/// The scheme and host the browser used (or `public_url`), for commands to copy.
+fn origin(state: &AppState, headers: &HeaderMap) -> String {
+    match super::origin(state, headers) {
+        o if o.is_empty() => "http://127.0.0.1:8080".into(),
+        o => o,
+    }
 }
 
 fn html_response(body: String) -> Response {
@@ -688,10 +681,21 @@ mod tests {
     fn shapes_and_origins() {
         assert_eq!(shape_text(&serde_json::json!([64, 256, 256])), "64 × 256 × 256");
         assert_eq!(shape_text(&serde_json::json!([])), "() (0-d)");
+        let state = AppState::from_config(&crate::config::Config::default()).unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, HeaderValue::from_static("example.org:8080"));
-        assert_eq!(origin(&headers), "http://example.org:8080");
+        assert_eq!(origin(&state, &headers), "http://example.org:8080");
         headers.insert(header::HOST, HeaderValue::from_static("evil'host"));
-        assert_eq!(origin(&headers), "http://127.0.0.1:8080");
+        assert_eq!(origin(&state, &headers), "http://127.0.0.1:8080");
+        let config = crate::config::Config {
+            public_url: Some("https://maps.example.org/zarr/".into()),
+            ..Default::default()
+        };
+        let state = AppState::from_config(&config).unwrap();
+        assert_eq!(origin(&state, &headers), "https://maps.example.org/zarr");
+        assert_eq!(
+            super::super::absolute(&state, &headers, "/v1/datasets/a/wms?"),
+            "https://maps.example.org/zarr/v1/datasets/a/wms?"
+        );
     }
 }

@@ -153,7 +153,7 @@ async fn tilejson(
     let mut doc = json!({
         "tilejson": "3.0.0",
         "name": request.variable,
-        "tiles": [absolute(&headers, &template)],
+        "tiles": [absolute(&state, &headers, &template)],
         "scheme": "xyz",
         "bounds": [west, south, east, north],
         "center": [centre_lon, (south + north) / 2.0, 0],

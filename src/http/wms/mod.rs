@@ -19,13 +19,13 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
-use super::view::escape;
 use super::AppState;
 use crate::encode::png::png_picture;
+use crate::encode::xml::escape;
 use crate::engine::geo::{Sampling, EARTH_RADIUS};
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
 use crate::engine::render::{Colormap, Render, RenderRequest};
-use crate::engine::{DataType, Dataset, Error, GeoVariable, Raster};
+use crate::engine::{Dataset, Error, GeoVariable, Raster};
 
 /// The WMS route.
 pub(super) fn routes() -> Router<Arc<AppState>> {
@@ -152,10 +152,10 @@ async fn answer(state: &AppState, ds: &str, query: Option<&str>, headers: &Heade
     }
     let request = params.required("REQUEST")?;
     match request.to_ascii_lowercase().as_str() {
-        "getcapabilities" => capabilities(dataset, ds, headers).await,
+        "getcapabilities" => capabilities(dataset, ds, &super::absolute(state, headers, "")).await,
         "getmap" => get_map(state, dataset, &params).await,
         "getlegendgraphic" => legend(state, dataset, &params).await,
-        "getfeatureinfo" => feature_info(dataset, &params).await,
+        "getfeatureinfo" => feature_info(state, dataset, &params).await,
         _ => Err(WmsError::bad(
             "OperationNotSupported",
             format!("REQUEST={request}: use GetCapabilities, GetMap, GetLegendGraphic or GetFeatureInfo"),
@@ -372,11 +372,24 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
     // The pyramid level (if any) whose cells are no larger than a pixel.
     let level = dataset.pyramid_level(&var, frame.pixel_degrees).await?;
+    let _held = hold_pixels(dataset, frame.width, frame.height, MAP_BYTES_PER_PIXEL).await?;
     let sampling = Sampling::new(&level.grid, &frame.lons, &frame.lats);
     let raster = if sampling.is_empty() {
         Raster::off_grid(frame.width as usize * frame.height as usize)
     } else {
         let plan = dataset.plan_raster(&level, &sampling, &labels).await?;
+        let decoded = plan.decoded_bytes();
+        if decoded > state.tile_read_limit_bytes {
+            return Err(WmsError(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                format!(
+                    "the map would decode {decoded} bytes, more than tile_read_limit_bytes = {}: \
+                     ask for a smaller BBOX",
+                    state.tile_read_limit_bytes
+                ),
+            ));
+        }
         dataset.read_raster(&level, &sampling, &plan).await?
     };
     let transparent = params
@@ -427,26 +440,50 @@ async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<
     let labels = dimension_labels(&var, params)?;
     let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
     let (lo, hi) = render.rescale().unwrap_or((0.0, 1.0));
-    let mut values = Vec::with_capacity(width as usize * height as usize);
-    for row in 0..height {
-        let t = if height > 1 {
-            f64::from(height - 1 - row) / f64::from(height - 1)
-        } else {
-            1.0
-        };
-        values.extend(std::iter::repeat_n(lo + t * (hi - lo), width as usize));
-    }
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let picture = render.picture(DataType::Float64, &bytes).map_err(WmsError::from)?;
+    // One value a row, each pixel of a row pointing at it: the bar costs
+    // five bytes a pixel, held under the slab budget like a map.
+    let _held = hold_pixels(dataset, width, height, LEGEND_BYTES_PER_PIXEL).await?;
+    let rows: Vec<f64> = (0..height)
+        .map(|row| match height {
+            1 => hi,
+            _ => lo + f64::from(height - 1 - row) / f64::from(height - 1) * (hi - lo),
+        })
+        .collect();
+    let pixels: Vec<u32> = (0..height)
+        .flat_map(|row| std::iter::repeat_n(row, width as usize))
+        .collect();
+    let picture = render.picture_of_cells(&rows, &pixels);
+    drop(pixels);
     let png = png_picture(width, height, &picture)
         .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, format!("PNG encoding: {e}")))?;
     Ok(png_response(png))
 }
 
+/// Bytes a `GetMap` pixel may hold while it is drawn: its cell index (4),
+/// its sampled position (up to 12 on a projected grid), its cell's value
+/// (8 when every pixel shows its own cell) and its colour (4).
+const MAP_BYTES_PER_PIXEL: u64 = 28;
+/// Bytes a legend pixel holds: its row index (4) and colour (1).
+const LEGEND_BYTES_PER_PIXEL: u64 = 5;
+
+/// A share of the slab budget (`slab_budget_bytes`) for a picture of
+/// `width` by `height` pixels while it is drawn, so that many large maps
+/// at once wait for memory (then 503) instead of all allocating it.
+async fn hold_pixels(
+    dataset: &Dataset,
+    width: u32,
+    height: u32,
+    bytes_per_pixel: u64,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, WmsError> {
+    let bytes = u64::from(width) * u64::from(height) * bytes_per_pixel;
+    Ok(dataset.resources().hold_slab_bytes(bytes as usize).await?)
+}
+
 /// `GetFeatureInfo`: the value under pixel (`I`, `J`) and its cell.
-async fn feature_info(dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
+async fn feature_info(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
     let var = layer(dataset, params.required("QUERY_LAYERS")?).await?;
-    let frame = frame(params, u32::MAX)?;
+    // The map the client shows is one GetMap could draw: the same size limit.
+    let frame = frame(params, state.wms_max_size)?;
     let pixel = |name: &str, n: u32| -> Result<usize, WmsError> {
         params
             .required(name)?
@@ -512,12 +549,9 @@ async fn feature_info(dataset: &Dataset, params: &Params) -> Result<Response, Wm
 }
 
 /// `GetCapabilities`: every geo variable of the dataset as a layer.
-async fn capabilities(dataset: &Dataset, ds: &str, headers: &HeaderMap) -> Result<Response, WmsError> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
-    let url = escape(&format!("http://{host}/v1/datasets/{ds}/wms?"));
+async fn capabilities(dataset: &Dataset, ds: &str, origin: &str) -> Result<Response, WmsError> {
+    let origin = if origin.is_empty() { "http://localhost" } else { origin };
+    let url = escape(&format!("{origin}/v1/datasets/{ds}/wms?"));
     let variables = dataset.geo_variables().await?;
     let mut layers = String::new();
     let mut all = [180.0f64, 90.0, -180.0, -90.0];

@@ -116,6 +116,14 @@ impl ReferenceSet {
             }
         }
         let bad = |e: String| StoreError::Unavailable(format!("reference set '{}': {e}", self.key));
+        if let Some(info) = self.store.head(&self.key).await? {
+            if info.size > MAX_JSON_BYTES {
+                return Err(bad(format!(
+                    "{} bytes of JSON, more than the {MAX_JSON_BYTES} a JSON set may hold (write larger sets as Parquet)",
+                    info.size
+                )));
+            }
+        }
         let (read, refs) = match self.store.get(&self.key, ByteRange::All, None).await? {
             Some(read) => {
                 // A large set takes a while to parse: off the async threads.
@@ -314,12 +322,30 @@ impl ReferenceSet {
     }
 }
 
+/// Most keys one reference set may hold, listed and generated together: a
+/// few hundred bytes of `gen` could otherwise ask for billions. About 200
+/// bytes each in memory, so a full set costs some 200 MiB.
+pub(crate) const MAX_KEYS: u64 = 1_000_000;
+
+/// Largest JSON reference set read (its parsed form takes several times
+/// as much memory); kerchunk writes larger sets as Parquet.
+pub(crate) const MAX_JSON_BYTES: u64 = 64 << 20;
+
+/// Deepest nesting of parentheses and signs in a `gen` expression.
+const MAX_EXPRESSION_DEPTH: usize = 64;
+
 /// Parse a reference set (version 0 or 1).
 fn parse(text: &[u8]) -> Result<BTreeMap<String, Reference>, String> {
     let doc: Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
     let object = doc.as_object().ok_or("not a JSON object")?;
     let version = object.get("version").and_then(Value::as_u64);
     let mut refs = BTreeMap::new();
+    if object.len() as u64 > MAX_KEYS {
+        return Err(format!(
+            "{} keys, more than the {MAX_KEYS} a reference set may hold",
+            object.len()
+        ));
+    }
     let templates: BTreeMap<String, String> = match version {
         None => {
             for (key, value) in object {
@@ -341,13 +367,14 @@ fn parse(text: &[u8]) -> Result<BTreeMap<String, Reference>, String> {
             .unwrap_or_default(),
         Some(v) => return Err(format!("unsupported version {v} (expected 0 or 1)")),
     };
-    for generator in object.get("gen").and_then(Value::as_array).into_iter().flatten() {
-        generate(generator, &templates, &mut refs)?;
-    }
     let listed = object
         .get("refs")
         .and_then(Value::as_object)
         .ok_or("version 1 without 'refs'")?;
+    let mut budget = MAX_KEYS.saturating_sub(listed.len() as u64);
+    for generator in object.get("gen").and_then(Value::as_array).into_iter().flatten() {
+        budget -= generate(generator, &templates, budget, &mut refs)?;
+    }
     for (key, value) in listed {
         refs.insert(
             key.clone(),
@@ -383,6 +410,7 @@ fn evaluate(expression: &str, values: &BTreeMap<String, String>) -> Result<Strin
     let mut parser = Expression {
         tokens: tokens(expression)?,
         at: 0,
+        depth: 0,
         values,
     };
     let value = parser.sum()?;
@@ -423,6 +451,8 @@ fn tokens(text: &str) -> Result<Vec<String>, String> {
 struct Expression<'a> {
     tokens: Vec<String>,
     at: usize,
+    /// Parentheses and signs open around the current token.
+    depth: usize,
     values: &'a BTreeMap<String, String>,
 }
 
@@ -466,7 +496,25 @@ impl Expression<'_> {
     fn atom(&mut self) -> Result<i64, String> {
         let token = self.peek().ok_or("expression ends early")?.to_string();
         self.at += 1;
-        match token.as_str() {
+        if matches!(token.as_str(), "(" | "-") {
+            self.depth += 1;
+            if self.depth > MAX_EXPRESSION_DEPTH {
+                return Err(format!("expression nested deeper than {MAX_EXPRESSION_DEPTH}"));
+            }
+            let value = self.nested(&token);
+            self.depth -= 1;
+            return value;
+        }
+        token
+            .parse()
+            .ok()
+            .or_else(|| self.values.get(&token).and_then(|v| v.parse().ok()))
+            .ok_or_else(|| format!("unknown name '{token}'"))
+    }
+
+    /// What follows an opening `(` or a sign.
+    fn nested(&mut self, opened: &str) -> Result<i64, String> {
+        match opened {
             "(" => {
                 let value = self.sum()?;
                 if self.peek() != Some(")") {
@@ -475,22 +523,19 @@ impl Expression<'_> {
                 self.at += 1;
                 Ok(value)
             }
-            "-" => Ok(-self.atom()?),
-            _ => token
-                .parse()
-                .ok()
-                .or_else(|| self.values.get(&token).and_then(|v| v.parse().ok()))
-                .ok_or_else(|| format!("unknown name '{token}'")),
+            _ => self.atom()?.checked_neg().ok_or_else(|| "overflow".into()),
         }
     }
 }
 
-/// The keys of one `gen` entry: every combination of its dimensions.
+/// The keys of one `gen` entry: every combination of its dimensions, at
+/// most `budget` of them (counted before any is made); how many it made.
 fn generate(
     generator: &Value,
     templates: &BTreeMap<String, String>,
+    budget: u64,
     refs: &mut BTreeMap<String, Reference>,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let field = |name: &str| {
         generator
             .get(name)
@@ -504,25 +549,28 @@ fn generate(
         .get("dimensions")
         .and_then(Value::as_object)
         .ok_or("gen entry without 'dimensions'")?;
+    let too_many =
+        || format!("gen entry '{key}' makes more than {budget} keys (a reference set holds at most {MAX_KEYS})");
     let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut total: u64 = 1;
+    for (name, spec) in dimensions {
+        let count = match spec {
+            Value::Array(items) => items.len() as u64,
+            _ => axis_range(name, spec)?.1,
+        };
+        total = total.checked_mul(count).filter(|t| *t <= budget).ok_or_else(too_many)?;
+    }
     for (name, spec) in dimensions {
         let values: Vec<i64> = match spec {
             Value::Array(items) => items.iter().filter_map(Value::as_i64).collect(),
             _ => {
-                let get = |k: &str, d: i64| spec.get(k).and_then(Value::as_i64).unwrap_or(d);
-                let (start, stop, step) = (get("start", 0), get("stop", 0), get("step", 1));
-                if step <= 0 {
-                    return Err(format!("gen dimension '{name}' has step {step}"));
-                }
-                (start..stop).step_by(step as usize).collect()
+                let ((start, step), count) = axis_range(name, spec)?;
+                (0..count as i64).map(|k| start + k * step).collect()
             }
         };
         axes.push((name.clone(), values));
     }
-    let total: usize = axes.iter().map(|(_, v)| v.len()).product();
-    if total > 10_000_000 {
-        return Err(format!("gen entry '{key}' makes {total} keys"));
-    }
+    let total = axes.iter().map(|(_, v)| v.len()).product::<usize>();
     for mut index in 0..total {
         let mut values = templates.clone();
         for (name, axis) in axes.iter().rev() {
@@ -539,13 +587,29 @@ fn generate(
                         .map_err(|e| format!("gen '{key}': {e}"))
                 };
                 let (o, l) = (number(o)?, number(l)?);
-                Reference::Span(url, o..o + l)
+                let end = o
+                    .checked_add(l)
+                    .ok_or_else(|| format!("gen '{key}': offset {o} + length {l} overflows"))?;
+                Reference::Span(url, o..end)
             }
             _ => Reference::Object(url),
         };
         refs.insert(render(key, &values)?, reference);
     }
-    Ok(())
+    Ok(total as u64)
+}
+
+/// A `{start, stop, step}` dimension of a `gen` entry: its start and step,
+/// and how many values it has (none when stop is not past start).
+fn axis_range(name: &str, spec: &Value) -> Result<((i64, i64), u64), String> {
+    let get = |k: &str, d: i64| spec.get(k).and_then(Value::as_i64).unwrap_or(d);
+    let (start, stop, step) = (get("start", 0), get("stop", 0), get("step", 1));
+    if step <= 0 {
+        return Err(format!("gen dimension '{name}' has step {step}"));
+    }
+    let span = (i128::from(stop) - i128::from(start)).max(0);
+    let count = (span + i128::from(step) - 1) / i128::from(step);
+    Ok(((start, step), count as u64))
 }
 
 /// One value of `refs`.
@@ -635,8 +699,58 @@ mod tests {
         ] {
             assert_eq!(evaluate(text, &values).unwrap(), want, "{text}");
         }
-        for bad in ["j", "i +", "i / 0", "(i", "i $ 2"] {
+        for bad in ["j", "i +", "i / 0", "(i", "i $ 2", "-(-9223372036854775807 - 1)"] {
             assert!(evaluate(bad, &values).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn hostile_sets_are_refused_before_they_cost_anything() {
+        // Deep nesting: an error, not a blown stack (100,000 deep).
+        let deep = format!("{}i{}", "(".repeat(100_000), ")".repeat(100_000));
+        let err = evaluate(&deep, &BTreeMap::from([("i".into(), "1".into())])).unwrap_err();
+        assert!(err.contains("deeper than 64"), "{err}");
+        let signs = format!("{}1", "-".repeat(100_000));
+        assert!(evaluate(&signs, &BTreeMap::new()).unwrap_err().contains("deeper"));
+        assert_eq!(
+            evaluate(&format!("{}7{}", "(".repeat(60), ")".repeat(60)), &BTreeMap::new()).unwrap(),
+            "7"
+        );
+        let gen = |dims: &str| {
+            format!(
+                r#"{{"version": 1, "refs": {{}}, "gen": [{{"key": "a/{{{{i}}}}", "url": "s3://b/f", "dimensions": {dims}}}]}}"#
+            )
+        };
+        // A range that would allocate 32 GB, or overflow when multiplied.
+        for dims in [
+            r#"{"i": {"stop": 4000000000}}"#,
+            r#"{"i": {"start": -9223372036854775808, "stop": 9223372036854775807}}"#,
+            r#"{"i": {"stop": 1001}, "j": {"stop": 1000}}"#,
+            r#"{"i": {"stop": 4294967296}, "j": {"stop": 4294967296}, "k": {"stop": 4294967296}}"#,
+        ] {
+            let err = parse(gen(dims).as_bytes()).unwrap_err();
+            assert!(err.contains("more than") && err.contains("1000000"), "{dims}: {err}");
+        }
+        // Within the limit: made, and an empty range makes nothing.
+        assert_eq!(
+            parse(gen(r#"{"i": {"stop": 1000}, "j": [1, 2]}"#).as_bytes())
+                .unwrap()
+                .len(),
+            1000
+        );
+        assert_eq!(
+            parse(gen(r#"{"i": {"start": 5, "stop": 2}}"#).as_bytes())
+                .unwrap()
+                .len(),
+            0
+        );
+        let stepped = parse(gen(r#"{"i": {"start": 1, "stop": 10, "step": 4}}"#).as_bytes()).unwrap();
+        assert_eq!(stepped.keys().collect::<Vec<_>>(), ["a/1", "a/5", "a/9"]);
+        // Listed keys count too.
+        let two = r#"{"version": 1, "refs": {"x": "1", "y": "2"}, "gen": [{"key": "a/{{i}}", "url": "u", "dimensions": {"i": {"stop": 999999}}}]}"#;
+        assert!(parse(two.as_bytes()).unwrap_err().contains("more than 999998"));
+        // Offsets that overflow.
+        let span = r#"{"version": 1, "refs": {}, "gen": [{"key": "a/{{i}}", "url": "u", "offset": "18446744073709551615", "length": "{{i}}", "dimensions": {"i": [0, 1]}}]}"#;
+        assert!(parse(span.as_bytes()).unwrap_err().contains("overflows"));
     }
 }

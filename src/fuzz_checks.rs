@@ -121,3 +121,33 @@ pub fn codecs(data: &[u8]) {
         }
     }
 }
+
+/// WMS map parameters (`CRS`, `BBOX`, `WIDTH`, `HEIGHT`): a frame within
+/// the size limit with one finite position a pixel, or an exception.
+pub fn wms_params(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        crate::http::check_frame(text);
+    }
+}
+
+/// EDR `coords` (WKT): a geometry of finite coordinates, or an error
+/// naming an offset inside the text.
+pub fn edr_coords(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        crate::http::check_wkt(text);
+    }
+}
+
+/// DAP2 constraint expressions: positions inside each dimension, or an error.
+pub fn dap2_constraint(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        crate::http::check_projection(text);
+    }
+}
+
+/// kerchunk reference sets: at most the key limit (here 10,000, so that
+/// each input is quick), spans that are ranges, or an error; never a
+/// panic, an allocation that fails or a stack that overflows.
+pub fn kerchunk(data: &[u8]) {
+    crate::storage::check_reference_set(data, 10_000);
+}

@@ -54,3 +54,23 @@ fn shard_index_corpus() {
 fn codecs_corpus() {
     run("codecs", fuzz_checks::codecs);
 }
+
+#[test]
+fn wms_params_corpus() {
+    run("wms_params", fuzz_checks::wms_params);
+}
+
+#[test]
+fn edr_coords_corpus() {
+    run("edr_coords", fuzz_checks::edr_coords);
+}
+
+#[test]
+fn dap2_constraint_corpus() {
+    run("dap2_constraint", fuzz_checks::dap2_constraint);
+}
+
+#[test]
+fn kerchunk_corpus() {
+    run("kerchunk", fuzz_checks::kerchunk);
+}

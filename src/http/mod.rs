@@ -18,6 +18,11 @@ mod tiles;
 mod view;
 mod wms;
 
+/// The fuzz properties of the protocols' parsers ([`crate::fuzz_checks`]).
+pub(crate) use dap2::check_projection;
+pub(crate) use edr::check_wkt;
+pub(crate) use wms::check_frame;
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -602,32 +607,59 @@ async fn timeout_and_record(
     response
 }
 
+/// Most bytes of a request's head a connection buffers: past this hyper
+/// answers 431 itself (with no body). Above [`MAX_TARGET_BYTES`] and
+/// [`MAX_HEADER_BYTES`] and below this, a request reaches the middleware,
+/// which answers 414 or 431 as problem+json.
+const MAX_HEAD_BUFFER: usize = 1 << 20;
+
 /// Serve `app` on `listener` until `shutdown` resolves, then finish
-/// in-flight requests (at most `grace`).
+/// in-flight requests (at most `grace`). Connections are served as axum's
+/// `serve` does (HTTP/1.1 and HTTP/2, graceful shutdown), with a request
+/// head buffer of [`MAX_HEAD_BUFFER`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
-    let signal = async move {
-        shutdown.await;
-        let _ = stopped_tx.send(());
-    };
-    let listener = stall::StallGuardedListener::new(listener, state.metrics.clone());
-    let server = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
-    let drain_limit = async move {
-        let _ = stopped_rx.await;
-        tokio::time::sleep(grace).await;
-    };
+    use axum::serve::Listener as _;
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use tower::ServiceExt as _;
+    let mut listener = stall::StallGuardedListener::new(listener, state.metrics.clone());
+    let app = app(state);
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().max_buf_size(MAX_HEAD_BUFFER).timer(TokioTimer::new());
+    builder.http2().enable_connect_protocol();
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (io, _) = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(
+            app.clone()
+                .map_request(|request: axum::http::Request<hyper::body::Incoming>| request.map(axum::body::Body::new)),
+        );
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::trace!("connection ended: {e}");
+            }
+        });
+    }
+    drop(listener);
     tokio::select! {
-        result = server => result,
-        _ = drain_limit => {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(grace) => {
             tracing::warn!("in-flight requests did not finish within {grace:?}; exiting");
-            Ok(())
         }
     }
+    Ok(())
 }
 
 /// The URL of `path` on this server: under `public_url` when it is set,

@@ -15,6 +15,8 @@ mod local;
 mod open;
 mod redirects;
 mod references;
+/// The fuzz property of the kerchunk parser ([`crate::fuzz_checks`]).
+pub(crate) use references::check_parse as check_reference_set;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -459,6 +459,7 @@ impl Dataset {
     pub async fn read_cells(&self, var: &GeoVariable, plan: &ReadPlan) -> Result<(Vec<f64>, Versions)> {
         let (data, versions) = self.read_all(plan).await?;
         let values = real_values(plan.data_type(), &data)?;
+        drop(data);
         let shape = plan.output_shape();
         // The kept dimensions in array order, and where each goes.
         let mut kept: Vec<usize> = var.cell_axes();
@@ -468,15 +469,15 @@ impl Dataset {
             .iter()
             .map(|d| kept.iter().position(|k| k == d).unwrap_or(0))
             .collect();
-        Ok((transpose(&values, &shape, &order), versions))
+        Ok((transpose(values, &shape, &order), versions))
     }
 }
 
 /// `values` of C-order `shape`, with its axes put in `order` (output axis
 /// `k` is input axis `order[k]`).
-fn transpose(values: &[f64], shape: &[u64], order: &[usize]) -> Vec<f64> {
+fn transpose(values: Vec<f64>, shape: &[u64], order: &[usize]) -> Vec<f64> {
     if order.iter().enumerate().all(|(k, &d)| k == d) || shape.len() != order.len() {
-        return values.to_vec();
+        return values;
     }
     let rank = shape.len();
     let mut strides = vec![1u64; rank];

@@ -7,7 +7,8 @@
 //! - the caches ([`Caches`]): node metadata, shard indexes, decoded chunks;
 //! - read slots: region reads in flight at once (others wait, then fail as
 //!   overloaded);
-//! - the slab budget: decoded slab bytes held at once across all reads;
+//! - the slab budget: decoded slab bytes held at once across all reads,
+//!   and as much again for answers made whole (maps, EDR values);
 //! - the decoding threads ([`DecodePool`]) and the tickets that order their
 //!   jobs slab by slab;
 //! - the buffer pool ([`BufferPool`]): large buffers reused across reads.
@@ -84,6 +85,10 @@ pub struct Resources {
     /// once, memory stays bounded by this rather than by the number of
     /// reads times their slabs.
     slab_budget: Arc<Semaphore>,
+    /// Answers drawn or written whole (maps, EDR values), in KiB: as much
+    /// again as the slab budget, apart from it, so that an answer holding
+    /// its share never waits on the slabs of its own read.
+    answer_budget: Arc<Semaphore>,
     slab_budget_kib: usize,
     slab_budget_wait: Duration,
     pub(crate) stream_bytes_in_flight: u64,
@@ -119,6 +124,7 @@ impl Resources {
             read_slots: Arc::new(Semaphore::new(options.max_concurrent_reads.max(1))),
             read_slot_wait: options.read_slot_wait,
             slab_budget: Arc::new(Semaphore::new(slab_budget_kib)),
+            answer_budget: Arc::new(Semaphore::new(slab_budget_kib)),
             slab_budget_kib,
             slab_budget_wait: options.slab_budget_wait,
             stream_bytes_in_flight: options.stream_bytes_in_flight,
@@ -165,12 +171,24 @@ impl Resources {
     /// small slabs. Fails as overloaded after the budget wait, so clients
     /// that stop reading cannot stall the others for ever.
     pub(crate) async fn hold_slab_bytes(&self, size: usize) -> Result<Option<OwnedSemaphorePermit>> {
+        self.hold(&self.slab_budget, size).await
+    }
+
+    /// Reserve `size` bytes for an answer held whole while it is made (a
+    /// map's pixels, an EDR answer's values), from a budget of
+    /// `slab_budget_bytes` apart from the slabs' (its reads take slabs of
+    /// their own); as [`Resources::hold_slab_bytes`] otherwise.
+    pub(crate) async fn hold_answer_bytes(&self, size: usize) -> Result<Option<OwnedSemaphorePermit>> {
+        self.hold(&self.answer_budget, size).await
+    }
+
+    async fn hold(&self, budget: &Arc<Semaphore>, size: usize) -> Result<Option<OwnedSemaphorePermit>> {
         if size < SLAB_BUDGET_MIN {
             return Ok(None);
         }
         let kib = size.div_ceil(1 << 10).clamp(1, self.slab_budget_kib) as u32;
-        match tokio::time::timeout(self.slab_budget_wait, self.slab_budget.clone().acquire_many_owned(kib)).await {
-            Ok(permit) => Ok(Some(permit.expect("slab budget is never closed"))),
+        match tokio::time::timeout(self.slab_budget_wait, budget.clone().acquire_many_owned(kib)).await {
+            Ok(permit) => Ok(Some(permit.expect("budgets are never closed"))),
             Err(_) => Err(Error::Overloaded(
                 "memory for decoded data is held by other responses; retry shortly".into(),
             )),
@@ -206,6 +224,19 @@ mod tests {
         drop(first);
         // Larger than the whole budget: takes all of it, not for ever.
         assert!(resources.hold_slab_bytes(64 << 20).await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn answers_never_wait_on_the_slabs_of_their_reads() {
+        let resources = small();
+        let answer = resources.hold_answer_bytes(64 << 20).await.unwrap();
+        assert!(answer.is_some(), "the whole answer budget");
+        // Its read still gets slabs; another whole answer waits, then fails.
+        assert!(resources.hold_slab_bytes(3 << 20).await.unwrap().is_some());
+        let waited = resources.hold_answer_bytes(2 << 20).await;
+        assert!(matches!(waited, Err(Error::Overloaded(_))), "{waited:?}");
+        drop(answer);
+        assert!(resources.hold_answer_bytes(2 << 20).await.unwrap().is_some());
     }
 
     #[tokio::test]

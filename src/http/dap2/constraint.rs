@@ -354,6 +354,48 @@ fn split_outside_brackets(text: &str, separator: char) -> Result<Vec<&str>, Stri
     Ok(parts)
 }
 
+/// The fuzz property of [`Projection::parse`] (`fuzz/`, and the committed
+/// corpus in the tests): on a dataset of a scalar, two coordinates and a
+/// grid over them, any query picks known variables and positions inside
+/// each dimension, or is an error.
+pub(crate) fn check_projection(query: &str) {
+    use crate::encode::xdr::DapType;
+    use crate::engine::DataType;
+    let var = |name: &str, dims: &[(&str, u64)], maps: Vec<usize>| Variable {
+        name: name.into(),
+        path: name.into(),
+        data_type: DataType::Float32,
+        dap: DapType::Float32,
+        dims: dims.iter().map(|(n, l)| (n.to_string(), *l)).collect(),
+        maps,
+        attributes: serde_json::Value::Null,
+        v2_fill: serde_json::Value::Null,
+        node: std::sync::Arc::new(crate::engine::Node::new(name, None, None)),
+    };
+    let dataset = DapDataset {
+        name: "d".into(),
+        variables: vec![
+            var("lat", &[("lat", 3)], vec![]),
+            var("lon", &[("lon", 4)], vec![]),
+            var("s", &[], vec![]),
+            var("t", &[("lat", 3), ("lon", 4)], vec![0, 1]),
+        ],
+        attributes: serde_json::Value::Null,
+    };
+    let Ok(projection) = Projection::parse(Some(query), &dataset) else {
+        return;
+    };
+    for leaf in projection.members.iter().flat_map(Member::leaves) {
+        let var = &dataset.variables[leaf.var];
+        assert_eq!(leaf.slices.len(), var.dims.len(), "{query:?}");
+        for (slice, (_, len)) in leaf.slices.iter().zip(&var.dims) {
+            assert!(slice.stride > 0, "{query:?}");
+            let (_, stop, _) = slice.strided();
+            assert!(slice.count == 0 || stop <= *len, "{query:?}: {slice:?} of {len}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

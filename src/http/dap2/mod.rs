@@ -10,6 +10,7 @@
 //! Errors are DAP2 `Error { ... };` bodies with the contract's statuses.
 
 mod constraint;
+pub(crate) use constraint::check_projection;
 mod model;
 mod text;
 

@@ -12,6 +12,7 @@
 mod output;
 mod query;
 mod wkt;
+pub(crate) use wkt::check_parse as check_wkt;
 
 use std::sync::Arc;
 

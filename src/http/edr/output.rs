@@ -1,7 +1,7 @@
 //! What an EDR query read, written as CoverageJSON (typed structs, as the
 //! CoverageJSON specification names its members), GeoJSON, CSV or NetCDF.
 //!
-//! The values are read whole (held under the slab budget); the answer is
+//! The values are read whole (held under the answer budget); the answer is
 //! written from them on a blocking thread straight into the response body,
 //! a piece at a time: no document tree, no whole text in memory.
 
@@ -62,8 +62,9 @@ impl Format {
         }
     }
 
-    /// Bytes the writer holds beside the values, per byte of values: a
-    /// NetCDF file copies them once (big-endian); text is sent as written.
+    /// Whether the writer copies the values of every parameter but the
+    /// last (a NetCDF file's head holds them big-endian; the last is
+    /// streamed, as text is).
     pub(super) fn copies(self) -> u64 {
         match self {
             Format::NetCdf => 1,
@@ -74,7 +75,7 @@ impl Format {
 
 /// The response: the body in `format`, with an ETag from the keys read,
 /// written on a blocking thread as it is sent; `held` (the values' share
-/// of the slab budget) is released when the last byte is written.
+/// of the answer budget) is released when the last byte is written.
 pub(super) fn respond(
     format: Format,
     query: &str,

@@ -30,7 +30,7 @@ pub(super) struct Extract {
     pub(super) levels: Option<Vec<f64>>,
     pub(super) shape: Shape,
     pub(super) versions: Versions,
-    /// The values' share of the slab budget, held until they are written.
+    /// The values' share of the answer budget, held until they are written.
     pub(super) held: Option<OwnedSemaphorePermit>,
 }
 
@@ -149,15 +149,12 @@ pub(super) async fn answer(
         "position" => request.points(&grid, &points(&params, "position")?).await?,
         "trajectory" => request.trajectory(&grid, &params).await?,
         _ => {
-            // The values of a cell: one per step of every parameter, 8 bytes each.
-            let cell_bytes = request.steps() * request.vars.len() as u64 * 8;
             let limits = Limits {
-                cells: state.max_response_bytes / cell_bytes.max(1),
-                cell_bytes,
-                bytes: state.max_response_bytes,
+                cells: request.most_cells(),
                 vertices: state.edr_max_polygon_vertices,
             };
-            let window = window(&grid, &query, &params, &limits)?;
+            let too_many = |cells| request.refuse(cells).expect_err("more cells than allowed");
+            let window = window(&grid, &query, &params, &limits, too_many)?;
             request.window(grid, window).await?
         }
     };
@@ -302,17 +299,23 @@ fn points(params: &Params, query: &str) -> Result<Vec<Vertex>, ApiError> {
 
 /// How far a region query may reach.
 struct Limits {
-    /// Most cells to look at (`max_response_bytes` over a cell's bytes).
+    /// Most cells to look at ([`Request::most_cells`]).
     cells: u64,
-    cell_bytes: u64,
-    bytes: u64,
     /// `edr_max_polygon_vertices`.
     vertices: u32,
 }
 
 /// The cells of an `area`, `cube` or `radius` query; 413 when the region
 /// spans more cells than the limit allows, before any is looked at.
-fn window(grid: &GeoGrid, query: &str, params: &Params, limits: &Limits) -> Result<CellWindow, ApiError> {
+/// `too_many` is the answer to a region with more candidate cells than
+/// allowed, before any is looked at.
+fn window(
+    grid: &GeoGrid,
+    query: &str,
+    params: &Params,
+    limits: &Limits,
+    too_many: impl Fn(u64) -> ApiError,
+) -> Result<CellWindow, ApiError> {
     let max_vertices = limits.vertices;
     let found = match query {
         "cube" => {
@@ -402,10 +405,7 @@ fn window(grid: &GeoGrid, query: &str, params: &Params, limits: &Limits) -> Resu
             grid.cells_within([w, s, e, n], limits.cells, |lon, lat| in_rings(&rings, lon, lat))
         }
     };
-    let found = found.map_err(|cells| ApiError::TooLarge {
-        requested: cells * limits.cell_bytes,
-        limit: limits.bytes,
-    })?;
+    let found = found.map_err(too_many)?;
     found.ok_or_else(|| outside(grid, &format!("the {query} query's region holds no cell centre")))
 }
 
@@ -432,7 +432,8 @@ struct Request<'a> {
     times: Option<Vec<u64>>,
     levels: Option<Vec<u64>>,
     limit: u64,
-    /// Copies of the values the output format makes ([`Format::copies`]).
+    /// Whether the format copies every parameter's values but the last
+    /// ([`Format::copies`]).
     copies: u64,
 }
 
@@ -444,9 +445,17 @@ impl Request<'_> {
     /// 413 before any read when the values would exceed the limit
     /// (8 bytes a decoded value, as a region read of them counts), then
     /// their memory: the values (and the format's copy of them) are held
-    /// whole until written, under the slab budget shared by every read;
+    /// whole until written, under the answer budget (`slab_budget_bytes`);
     /// more than the whole budget is 413, naming it.
     async fn check(&self, cells: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let held = self.refuse(cells)?;
+        Ok(self.dataset.resources().hold_answer_bytes(held as usize).await?)
+    }
+
+    /// The bytes `cells` cells' values hold while read and written, or
+    /// 413: above `max_response_bytes` (counted as a region read counts
+    /// them), or above the whole answer budget.
+    fn refuse(&self, cells: u64) -> Result<u64, ApiError> {
         let requested = cells
             .saturating_mul(self.steps())
             .saturating_mul(self.vars.len() as u64)
@@ -457,9 +466,11 @@ impl Request<'_> {
                 limit: self.limit,
             });
         }
-        let resources = self.dataset.resources();
-        let held = requested.saturating_mul(1 + self.copies);
-        let budget = resources.slab_budget_bytes();
+        // The values, as much again while they are read (the stored
+        // elements, then each decoded to f64), and the format's copy.
+        let copied = requested / self.vars.len() as u64 * (self.vars.len() as u64 - 1) * self.copies;
+        let held = requested.saturating_mul(2).saturating_add(copied);
+        let budget = self.dataset.resources().slab_budget_bytes();
         if held > budget {
             return Err(ApiError::Rejected(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -469,7 +480,21 @@ impl Request<'_> {
                 ),
             ));
         }
-        Ok(resources.hold_slab_bytes(held as usize).await?)
+        Ok(held)
+    }
+
+    /// The most cells [`Request::refuse`] lets through (what a region's
+    /// candidate cells are counted against before any is looked at).
+    fn most_cells(&self) -> u64 {
+        let (mut lo, mut hi) = (0u64, u64::MAX / 2);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            match self.refuse(mid) {
+                Ok(_) => lo = mid,
+                Err(_) => hi = mid - 1,
+            }
+        }
+        lo
     }
 
     /// [`Request::check`] for `steps` values of each variable in all.

@@ -271,6 +271,24 @@ impl Parser {
     }
 }
 
+/// The fuzz property of [`parse`]: a geometry of finite coordinates, or
+/// an error naming an offset inside the text.
+pub(crate) fn check_parse(text: &str) {
+    match parse(text) {
+        Ok(geometry) => {
+            let finite = |v: &Vertex| v.x.is_finite() && v.y.is_finite();
+            let ok = match &geometry {
+                Geometry::Point(p) => finite(p),
+                Geometry::MultiPoint(ps) | Geometry::LineString(ps) => ps.iter().all(finite),
+                Geometry::Polygon(rings) => rings.iter().flatten().all(finite),
+                Geometry::MultiPolygon(ps) => ps.iter().flatten().flatten().all(finite),
+            };
+            assert!(ok, "{text:?}: {geometry:?}");
+        }
+        Err(e) => assert!(e.offset <= text.len(), "{text:?}: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -268,7 +268,9 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
         .map(|v| v.trim().parse::<f64>())
         .collect::<Result<_, _>>()
         .ok()
-        .filter(|b: &Vec<f64>| b.len() == 4 && b.iter().all(|v| v.is_finite()) && b[0] < b[2] && b[1] < b[3])
+        .filter(|b: &Vec<f64>| {
+            b.len() == 4 && (b[2] - b[0]).is_finite() && (b[3] - b[1]).is_finite() && b[0] < b[2] && b[1] < b[3]
+        })
         .ok_or_else(|| {
             WmsError::bad(
                 "InvalidParameterValue",
@@ -324,6 +326,20 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
         lats,
         pixel_degrees,
     })
+}
+
+/// The fuzz property of the map parameters: any query gives a frame of
+/// at most `wms_max_size` (here 256) pixels a side, one finite longitude a
+/// column and latitude a row, or an exception report.
+pub(crate) fn check_frame(query: &str) {
+    let params = Params::parse(Some(query));
+    if let Ok(frame) = frame(&params, 256) {
+        assert!(frame.width <= 256 && frame.height <= 256, "{query:?}");
+        assert_eq!(frame.lons.len(), frame.width as usize, "{query:?}");
+        assert_eq!(frame.lats.len(), frame.height as usize, "{query:?}");
+        assert!(frame.lons.iter().all(|l| (-180.0..=180.0).contains(l)), "{query:?}");
+        assert!(frame.lats.iter().all(|l| l.is_finite()), "{query:?}");
+    }
 }
 
 /// The drawing of a layer: its style's colormap over `COLORSCALERANGE`,
@@ -441,7 +457,7 @@ async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<
     let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
     let (lo, hi) = render.rescale().unwrap_or((0.0, 1.0));
     // One value a row, each pixel of a row pointing at it: the bar costs
-    // five bytes a pixel, held under the slab budget like a map.
+    // five bytes a pixel, held under the answer budget like a map.
     let _held = hold_pixels(dataset, width, height, LEGEND_BYTES_PER_PIXEL).await?;
     let rows: Vec<f64> = (0..height)
         .map(|row| match height {
@@ -466,7 +482,7 @@ const MAP_BYTES_PER_PIXEL: u64 = 28;
 /// Bytes a legend pixel holds: its row index (4) and colour (1).
 const LEGEND_BYTES_PER_PIXEL: u64 = 5;
 
-/// A share of the slab budget (`slab_budget_bytes`) for a picture of
+/// A share of the answer budget (`slab_budget_bytes`) for a picture of
 /// `width` by `height` pixels while it is drawn, so that many large maps
 /// at once wait for memory (then 503) instead of all allocating it.
 async fn hold_pixels(
@@ -476,7 +492,7 @@ async fn hold_pixels(
     bytes_per_pixel: u64,
 ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, WmsError> {
     let bytes = u64::from(width) * u64::from(height) * bytes_per_pixel;
-    Ok(dataset.resources().hold_slab_bytes(bytes as usize).await?)
+    Ok(dataset.resources().hold_answer_bytes(bytes as usize).await?)
 }
 
 /// `GetFeatureInfo`: the value under pixel (`I`, `J`) and its cell.

@@ -336,6 +336,24 @@ const MAX_EXPRESSION_DEPTH: usize = 64;
 
 /// Parse a reference set (version 0 or 1).
 fn parse(text: &[u8]) -> Result<BTreeMap<String, Reference>, String> {
+    parse_at_most(text, MAX_KEYS)
+}
+
+/// The fuzz property of the reference-set parser (`fuzz/`): any bytes give
+/// a set of at most `max_keys` keys whose spans are ranges, or an error.
+pub(crate) fn check_parse(text: &[u8], max_keys: u64) {
+    if let Ok(refs) = parse_at_most(text, max_keys) {
+        assert!(refs.len() as u64 <= max_keys, "{} keys", refs.len());
+        for reference in refs.values() {
+            if let Reference::Span(_, span) = reference {
+                assert!(span.start <= span.end, "{span:?}");
+            }
+        }
+    }
+}
+
+/// [`parse`] with at most `max_keys` keys.
+fn parse_at_most(text: &[u8], max_keys: u64) -> Result<BTreeMap<String, Reference>, String> {
     let doc: Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
     let object = doc.as_object().ok_or("not a JSON object")?;
     let version = object.get("version").and_then(Value::as_u64);
@@ -371,9 +389,15 @@ fn parse(text: &[u8]) -> Result<BTreeMap<String, Reference>, String> {
         .get("refs")
         .and_then(Value::as_object)
         .ok_or("version 1 without 'refs'")?;
-    let mut budget = MAX_KEYS.saturating_sub(listed.len() as u64);
+    if listed.len() as u64 > max_keys {
+        return Err(format!(
+            "{} keys, more than the {max_keys} a reference set may hold",
+            listed.len()
+        ));
+    }
+    let mut budget = max_keys - listed.len() as u64;
     for generator in object.get("gen").and_then(Value::as_array).into_iter().flatten() {
-        budget -= generate(generator, &templates, budget, &mut refs)?;
+        budget -= generate(generator, &templates, budget, max_keys, &mut refs)?;
     }
     for (key, value) in listed {
         refs.insert(
@@ -534,6 +558,7 @@ fn generate(
     generator: &Value,
     templates: &BTreeMap<String, String>,
     budget: u64,
+    max_keys: u64,
     refs: &mut BTreeMap<String, Reference>,
 ) -> Result<u64, String> {
     let field = |name: &str| {
@@ -550,7 +575,7 @@ fn generate(
         .and_then(Value::as_object)
         .ok_or("gen entry without 'dimensions'")?;
     let too_many =
-        || format!("gen entry '{key}' makes more than {budget} keys (a reference set holds at most {MAX_KEYS})");
+        || format!("gen entry '{key}' makes more than {budget} keys (a reference set holds at most {max_keys})");
     let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
     let mut total: u64 = 1;
     for (name, spec) in dimensions {

@@ -92,48 +92,59 @@ impl GeoGrid {
             Crs::Crs84 => Some((self.x.centre(c), self.y.centre(r))),
             Crs::Projected(p) => p.inverse(self.x.centre(c), self.y.centre(r)),
         };
-        let mut found: Vec<(u64, u64)> = Vec::new();
-        for &r in &rows {
-            for &c in &cols {
+        // Which candidate cells are inside: one byte each, no list of them.
+        let mut hit = vec![false; cols.len() * rows.len()];
+        let mut col_hit = vec![false; cols.len()];
+        let (mut r0, mut r1) = (u64::MAX, 0);
+        for (i, &r) in rows.iter().enumerate() {
+            for (j, &c) in cols.iter().enumerate() {
                 let Some((lon, lat)) = lonlat(c, r) else { continue };
                 let near = in_lon(lon) && (south..=north).contains(&lat);
                 if near && [lon, lon + 360.0, lon - 360.0].iter().any(|&l| inside(l, lat)) {
-                    found.push((c, r));
+                    hit[i * cols.len() + j] = true;
+                    col_hit[j] = true;
+                    (r0, r1) = (r0.min(r), r1.max(r));
                 }
             }
         }
+        let found: Vec<u64> = cols
+            .iter()
+            .zip(&col_hit)
+            .filter(|(_, h)| **h)
+            .map(|(c, _)| *c)
+            .collect();
         if found.is_empty() {
             return Ok(None);
         }
-        let mut cols: Vec<u64> = found.iter().map(|f| f.0).collect();
-        cols.sort_unstable();
-        cols.dedup();
         // Every column between the first and last found, or, when the
         // found ones wrap round the antimeridian, those that do.
         let wraps = self.crs == Crs::Crs84 && self.x.extent().1 - self.x.extent().0 >= 359.0;
-        let cols: Vec<u64> = match wraps {
-            false => (cols[0]..=cols[cols.len() - 1]).collect(),
+        let window_cols: Vec<u64> = match wraps {
+            false => (found[0]..=found[found.len() - 1]).collect(),
             true => {
-                let gap = cols.windows(2).enumerate().max_by_key(|(_, w)| w[1] - w[0]);
-                let wrap_gap = cols[0] + nx - cols[cols.len() - 1];
+                let gap = found.windows(2).enumerate().max_by_key(|(_, w)| w[1] - w[0]);
+                let wrap_gap = found[0] + nx - found[found.len() - 1];
                 match gap {
-                    Some((i, w)) if w[1] - w[0] > wrap_gap => (cols[i + 1]..nx).chain(0..=cols[i]).collect(),
-                    _ => (cols[0]..=cols[cols.len() - 1]).collect(),
+                    Some((i, w)) if w[1] - w[0] > wrap_gap => (found[i + 1]..nx).chain(0..=found[i]).collect(),
+                    _ => (found[0]..=found[found.len() - 1]).collect(),
                 }
             }
         };
-        let r0 = found.iter().map(|f| f.1).min().unwrap_or(0);
-        let r1 = found.iter().map(|f| f.1).max().unwrap_or(0);
-        let rows: Vec<u64> = (r0..=r1).collect();
-        let width = cols.len();
-        let mut at_column = vec![0usize; nx as usize];
-        for (k, &c) in cols.iter().enumerate() {
+        let window_rows: Vec<u64> = (r0..=r1).collect();
+        let width = window_cols.len();
+        let mut at_column = vec![usize::MAX; nx as usize];
+        for (k, &c) in window_cols.iter().enumerate() {
             at_column[c as usize] = k;
         }
-        let mut mask = vec![false; width * rows.len()];
-        for (c, r) in found {
-            mask[(r - r0) as usize * width + at_column[c as usize]] = true;
+        let mut mask = vec![false; width * window_rows.len()];
+        for (i, &r) in rows.iter().enumerate() {
+            for (j, &c) in cols.iter().enumerate() {
+                if hit[i * cols.len() + j] {
+                    mask[(r - r0) as usize * width + at_column[c as usize]] = true;
+                }
+            }
         }
+        let (cols, rows) = (window_cols, window_rows);
         Ok(Some(CellWindow {
             cols,
             rows,

@@ -1,0 +1,262 @@
+//! Memory under the worst request of each hostile family (issue 39), on a
+//! server process of its own with the default limits: its peak resident
+//! memory (VmHWM, reset before each family through /proc/PID/clear_refs)
+//! must stay under a stated growth, and the process must survive. The
+//! figures are printed; the bounds follow from the configuration
+//! (`slab_budget_bytes` for slabs and, as much again, for answers made
+//! whole; the caches), not from luck.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::geo::{f64s, write_array};
+use futures::StreamExt;
+use serde_json::json;
+
+const MIB: u64 = 1 << 20;
+/// The default `slab_budget_bytes`: slabs of reads hold at most this much,
+/// and answers made whole (maps, legends, EDR values) as much again.
+const BUDGET: u64 = 256 * MIB;
+
+struct Process {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    /// `/proc/PID/status` field `name`, in bytes.
+    fn status(&self, name: &str) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+        let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kib * 1024
+    }
+
+    /// Start a new peak at the present resident size; that size.
+    fn reset_peak(&self) -> u64 {
+        std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5").unwrap();
+        self.status("VmRSS:")
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+/// `tas[y, x]` on an n x n global grid (float32, chunks of 256 x 256).
+fn big_grid(root: &std::path::Path, n: usize) {
+    std::fs::write(root.join("zarr.json"), r#"{"zarr_format": 3, "node_type": "group"}"#).unwrap();
+    let step = 180.0 / n as f64;
+    let lats: Vec<f64> = (0..n).map(|i| 90.0 - step * (i as f64 + 0.5)).collect();
+    let lons: Vec<f64> = (0..n).map(|j| -180.0 + 2.0 * step * (j as f64 + 0.5)).collect();
+    write_array(
+        root,
+        "lat",
+        &[n as u64],
+        "float64",
+        &["lat"],
+        json!({"units": "degrees_north"}),
+        &f64s(&lats),
+    );
+    write_array(
+        root,
+        "lon",
+        &[n as u64],
+        "float64",
+        &["lon"],
+        json!({"units": "degrees_east"}),
+        &f64s(&lons),
+    );
+    let chunk = 256;
+    let node = root.join("tas");
+    let meta = json!({
+        "zarr_format": 3, "node_type": "array", "shape": [n, n], "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk, chunk]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "dimension_names": ["lat", "lon"], "attributes": {"long_name": "air temperature"},
+    });
+    std::fs::create_dir_all(&node).unwrap();
+    std::fs::write(node.join("zarr.json"), meta.to_string()).unwrap();
+    let data: Vec<u8> = (0..chunk * chunk).flat_map(|k| (k as f32).to_le_bytes()).collect();
+    for ci in 0..n / chunk {
+        std::fs::create_dir_all(node.join(format!("c/{ci}"))).unwrap();
+        for cj in 0..n / chunk {
+            std::fs::write(node.join(format!("c/{ci}/{cj}")), &data).unwrap();
+        }
+    }
+}
+
+fn start(datasets: &[(&str, String)]) -> Process {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zarr-serve"));
+    cmd.arg("--listen").arg(format!("127.0.0.1:{port}"));
+    for (name, url) in datasets {
+        cmd.arg("--dataset").arg(format!("{name}={url}"));
+    }
+    // The defaults of config/default.toml, whatever the environment says.
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("ZARR_SERVE_")) {
+        cmd.env_remove(key);
+    }
+    cmd.env("ZARR_SERVE_CONFIG", "/dev/null")
+        .env("ZARR_SERVE_LOG_LEVEL", "warn");
+    let child = cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().unwrap();
+    Process {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+/// GET `path`: its status and how many body bytes came.
+async fn fetch(base: &str, path: &str) -> (u16, u64) {
+    let client = common::client();
+    let resp = client.get(format!("{base}{path}")).send().await.unwrap();
+    let status = resp.status().as_u16();
+    let mut stream = resp.bytes_stream();
+    let mut bytes = 0;
+    while let Some(piece) = stream.next().await {
+        match piece {
+            Ok(piece) => bytes += piece.len() as u64,
+            Err(_) => break,
+        }
+    }
+    (status, bytes)
+}
+
+/// `count` of `path` at once: their statuses and body bytes.
+async fn many(base: &str, path: &str, count: usize) -> Vec<(u16, u64)> {
+    let all = (0..count).map(|_| fetch(base, path));
+    futures::future::join_all(all).await
+}
+
+#[tokio::test]
+async fn the_worst_request_of_each_family_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("big.zarr");
+    std::fs::create_dir_all(&grid).unwrap();
+    big_grid(&grid, 4096);
+    let set = dir.path().join("swamp.json");
+    std::fs::write(
+        &set,
+        json!({"version": 1, "refs": {".zgroup": "{\"zarr_format\": 2}"},
+               "gen": [{"key": "a/{{i}}.{{j}}", "url": "file:///x",
+                        "dimensions": {"i": {"stop": 10_000}, "j": {"stop": 1000}}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut server = start(&[
+        ("big", grid.to_string_lossy().into_owned()),
+        ("swamp", format!("refs+file://{}", set.display())),
+    ]);
+    let base = server.base.clone();
+    let started = Instant::now();
+    let ready = || async {
+        let resp = common::client().get(format!("{base}/healthz")).send().await;
+        resp.is_ok_and(|r| r.status() == 200)
+    };
+    while !ready().await {
+        assert!(started.elapsed() < Duration::from_secs(20), "the server did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Warm: metadata, coordinates and the default colour range.
+    let wms = "/v1/datasets/big/wms?SERVICE=WMS&VERSION=1.3.0";
+    assert_eq!(fetch(&base, &format!("{wms}&REQUEST=GetCapabilities")).await.0, 200);
+    let legend = format!("{wms}&REQUEST=GetLegendGraphic&LAYER=tas&COLORSCALERANGE=0,1");
+    assert_eq!(fetch(&base, &legend).await.0, 200);
+    let edr = "/v1/datasets/big/edr/collections/big";
+    assert_eq!(fetch(&base, &format!("{edr}/position?coords=POINT(0 0)")).await.0, 200);
+
+    let tas1500 = vec!["tas"; 1500].join(",");
+    let families: Vec<(&str, String, usize, u64, &[u16])> = vec![
+        (
+            "GetFeatureInfo 4294967295 x 4294967295",
+            format!(
+                "{wms}&REQUEST=GetFeatureInfo&QUERY_LAYERS=tas&CRS=CRS:84&BBOX=-180,-90,180,90\
+                 &WIDTH=4294967295&HEIGHT=4294967295&I=0&J=0"
+            ),
+            4,
+            16 * MIB,
+            &[400],
+        ),
+        (
+            "16 GetLegendGraphic 4096 x 4096 at once",
+            format!("{legend}&WIDTH=4096&HEIGHT=4096"),
+            16,
+            BUDGET + 64 * MIB,
+            &[200, 503],
+        ),
+        (
+            "4 GetMap 4096 x 4096 of the whole grid at once",
+            format!(
+                "{wms}&REQUEST=GetMap&LAYERS=tas&STYLES=&FORMAT=image/png&CRS=CRS:84\
+                 &BBOX=-180,-90,180,90&WIDTH=4096&HEIGHT=4096&COLORSCALERANGE=0,65536"
+            ),
+            4,
+            2 * BUDGET,
+            &[200, 503],
+        ),
+        (
+            "2 EDR cubes of the whole 4096 x 4096 grid, tas named 1500 times, CoverageJSON",
+            format!("{edr}/cube?bbox=-180,-90,180,90&parameter-name={tas1500}"),
+            2,
+            BUDGET + 128 * MIB,
+            &[200, 503],
+        ),
+        (
+            "EDR cube of the whole grid as GeoJSON",
+            format!("{edr}/cube?bbox=-180,-90,180,90&f=GeoJSON"),
+            1,
+            BUDGET + 128 * MIB,
+            &[200],
+        ),
+        (
+            "EDR radius within=1e12 as CSV",
+            format!("{edr}/radius?coords=POINT(0 0)&within=1e12&f=CSV"),
+            1,
+            BUDGET + 128 * MIB,
+            &[200],
+        ),
+        (
+            "a kerchunk set of 300 bytes generating ten million keys",
+            "/v1/datasets/swamp/nodes".to_string(),
+            4,
+            64 * MIB,
+            &[503, 502],
+        ),
+    ];
+    let mut report = Vec::new();
+    for (name, path, count, bound, statuses) in families {
+        let before = server.reset_peak();
+        let t = Instant::now();
+        let answers = many(&base, &path, count).await;
+        let growth = server.status("VmHWM:").saturating_sub(before);
+        let line = format!(
+            "{name}: {:?} in {:.1} s, peak RSS +{} MiB (bound {} MiB)",
+            answers,
+            t.elapsed().as_secs_f64(),
+            growth / MIB,
+            bound / MIB
+        );
+        println!("{line}");
+        assert!(server.alive(), "the process ended: {line}");
+        assert_eq!(fetch(&base, "/healthz").await.0, 200, "{line}");
+        assert!(answers.iter().all(|(s, _)| statuses.contains(s)), "{line}");
+        assert!(answers.iter().any(|(s, _)| *s == statuses[0]), "{line}");
+        assert!(growth < bound, "{line}");
+        report.push(line);
+    }
+    println!("{}", report.join("\n"));
+}

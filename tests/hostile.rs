@@ -6,7 +6,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::geo::{dataset, write_array};
+use common::geo::dataset;
 use common::{client, config, Server};
 use serde_json::{json, Value};
 
@@ -187,7 +187,7 @@ async fn edr_parameters_count_once_and_values_stay_under_the_slab_budget() {
 
     // Values beyond the whole slab budget are refused before reading.
     let tiny = tempfile::tempdir().unwrap();
-    write_big_grid(tiny.path(), 1024);
+    common::geo::big_grid(tiny.path(), 1024);
     let mut cfg = config();
     cfg.datasets
         .insert("big".into(), common::dataset(tiny.path().to_string_lossy()));
@@ -210,56 +210,6 @@ async fn edr_parameters_count_once_and_values_stay_under_the_slab_budget() {
     // Row by row: the first cell of the grid, then along the row.
     assert_eq!(csv.lines().nth(1).unwrap().rsplit(',').next(), Some("0"));
     assert_eq!(csv.lines().nth(2).unwrap().rsplit(',').next(), Some("1"));
-}
-
-/// `tas[y, x] = y * n + x` on an n x n global grid (float32), in chunks of
-/// 256 x 256, with lat and lon.
-fn write_big_grid(root: &std::path::Path, n: usize) {
-    std::fs::write(root.join("zarr.json"), r#"{"zarr_format": 3, "node_type": "group"}"#).unwrap();
-    let step = 180.0 / n as f64;
-    let lats: Vec<f64> = (0..n).map(|i| 90.0 - step * (i as f64 + 0.5)).collect();
-    let lons: Vec<f64> = (0..n).map(|j| -180.0 + 2.0 * step * (j as f64 + 0.5)).collect();
-    let f64s = common::geo::f64s;
-    write_array(
-        root,
-        "lat",
-        &[n as u64],
-        "float64",
-        &["lat"],
-        json!({"units": "degrees_north"}),
-        &f64s(&lats),
-    );
-    write_array(
-        root,
-        "lon",
-        &[n as u64],
-        "float64",
-        &["lon"],
-        json!({"units": "degrees_east"}),
-        &f64s(&lons),
-    );
-    let chunk = 256;
-    let node = root.join("tas");
-    let meta = json!({
-        "zarr_format": 3, "node_type": "array", "shape": [n, n], "data_type": "float32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk, chunk]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-        "dimension_names": ["lat", "lon"], "attributes": {"long_name": "air temperature"},
-    });
-    std::fs::create_dir_all(&node).unwrap();
-    std::fs::write(node.join("zarr.json"), meta.to_string()).unwrap();
-    for ci in 0..n / chunk {
-        for cj in 0..n / chunk {
-            let data: Vec<u8> = (0..chunk)
-                .flat_map(|i| (0..chunk).map(move |j| ((ci * chunk + i) * n + cj * chunk + j) as f32))
-                .flat_map(f32::to_le_bytes)
-                .collect();
-            let key = node.join(format!("c/{ci}/{cj}"));
-            std::fs::create_dir_all(key.parent().unwrap()).unwrap();
-            std::fs::write(key, data).unwrap();
-        }
-    }
 }
 
 #[tokio::test]

@@ -11,7 +11,6 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::geo::{f64s, write_array};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -49,50 +48,6 @@ impl Process {
 
     fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
-    }
-}
-
-/// `tas[y, x]` on an n x n global grid (float32, chunks of 256 x 256).
-fn big_grid(root: &std::path::Path, n: usize) {
-    std::fs::write(root.join("zarr.json"), r#"{"zarr_format": 3, "node_type": "group"}"#).unwrap();
-    let step = 180.0 / n as f64;
-    let lats: Vec<f64> = (0..n).map(|i| 90.0 - step * (i as f64 + 0.5)).collect();
-    let lons: Vec<f64> = (0..n).map(|j| -180.0 + 2.0 * step * (j as f64 + 0.5)).collect();
-    write_array(
-        root,
-        "lat",
-        &[n as u64],
-        "float64",
-        &["lat"],
-        json!({"units": "degrees_north"}),
-        &f64s(&lats),
-    );
-    write_array(
-        root,
-        "lon",
-        &[n as u64],
-        "float64",
-        &["lon"],
-        json!({"units": "degrees_east"}),
-        &f64s(&lons),
-    );
-    let chunk = 256;
-    let node = root.join("tas");
-    let meta = json!({
-        "zarr_format": 3, "node_type": "array", "shape": [n, n], "data_type": "float32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk, chunk]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-        "dimension_names": ["lat", "lon"], "attributes": {"long_name": "air temperature"},
-    });
-    std::fs::create_dir_all(&node).unwrap();
-    std::fs::write(node.join("zarr.json"), meta.to_string()).unwrap();
-    let data: Vec<u8> = (0..chunk * chunk).flat_map(|k| (k as f32).to_le_bytes()).collect();
-    for ci in 0..n / chunk {
-        std::fs::create_dir_all(node.join(format!("c/{ci}"))).unwrap();
-        for cj in 0..n / chunk {
-            std::fs::write(node.join(format!("c/{ci}/{cj}")), &data).unwrap();
-        }
     }
 }
 
@@ -147,7 +102,7 @@ async fn the_worst_request_of_each_family_stays_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let grid = dir.path().join("big.zarr");
     std::fs::create_dir_all(&grid).unwrap();
-    big_grid(&grid, 4096);
+    common::geo::big_grid(&grid, 4096);
     let set = dir.path().join("swamp.json");
     std::fs::write(
         &set,

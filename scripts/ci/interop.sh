@@ -22,6 +22,8 @@ ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest
 step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
 "${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py tests/python/test_codecs_http.py
 PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"
+step "interop: openapi.yaml is valid OpenAPI 3.1 (openapi-spec-validator)"
+"${ZS_VENV_OPENAPI:-$ROOT/.venv-openapi}/bin/python" -m openapi_spec_validator openapi.yaml
 step "interop: a client generated from openapi.yaml calls GET and POST"
 bash tests/python/run_openapi_client.sh "$TEST_SERVER_URL"
 stop_server

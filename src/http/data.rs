@@ -120,9 +120,6 @@ async fn region(
             Some(encoder_for(format, &request).await?)
         }
     };
-    let permit = dataset.resources().admit_read().await.inspect_err(|_| {
-        state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
-    })?;
     let (payload, length, versions) = match (streamed, encoder) {
         (true, Some(encoder)) => {
             let versions = dataset.read_versions(&plan).await?;
@@ -183,7 +180,6 @@ async fn region(
             Dataset::clone(dataset),
             (plan, versions),
             encoder,
-            permit,
         ),
     };
     Ok(response.body(body).expect("valid response"))
@@ -317,14 +313,12 @@ fn stream(
     dataset: Dataset,
     (plan, versions): (ReadPlan, Versions),
     encoder: Arc<dyn Encoder>,
-    permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
     let (name, path) = (dataset.name.clone(), plan.node().path.clone());
     let size = plan.data_type().size().max(1);
     let slabs = dataset.slab_stream(plan, versions);
     tokio::spawn(async move {
-        let _permit = permit;
         let head = encoder.head();
         if !head.is_empty() && tx.send(Ok(head)).await.is_err() {
             return;

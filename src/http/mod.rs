@@ -213,17 +213,21 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route(
             "/v1/datasets/{ds}/data/{*path}",
             get(data::read).head(data::read).post(data::read),
-        );
+        )
+        .route_layer(middleware::from_fn(read_slot));
     let compressed = documents.merge(data).layer(compression());
-    let stores = Router::new()
-        .route("/v1/datasets/{ds}/zarr/", get(view::zarr_root).head(view::zarr_root))
+    let keys = Router::new()
         .route(
             "/v1/datasets/{ds}/zarr/{*key}",
             get(passthrough::get).head(passthrough::get),
         )
+        .route("/v1/datasets/{ds}/v2/{*key}", get(view::v2_get).head(view::v2_get))
+        .route_layer(middleware::from_fn(read_slot));
+    let stores = Router::new()
+        .route("/v1/datasets/{ds}/zarr/", get(view::zarr_root).head(view::zarr_root))
         .route("/v1/datasets/{ds}/v2", get(view::v2_root).head(view::v2_root))
         .route("/v1/datasets/{ds}/v2/", get(view::v2_root).head(view::v2_root))
-        .route("/v1/datasets/{ds}/v2/{*key}", get(view::v2_get).head(view::v2_get))
+        .merge(keys)
         .route_layer(middleware::from_fn(no_query_parameters));
     let plain = stores
         .route("/healthz", get(ops::healthz))
@@ -245,6 +249,37 @@ pub(crate) fn channel_body(
     mut rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>,
 ) -> axum::body::Body {
     axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+}
+
+/// The route layer of every route that reads array data (api.md 4.1, 2):
+/// one of `max_concurrent_reads` read slots, taken before the handler runs
+/// (503 with `Retry-After` after `read_slot_wait_secs`) and held until the
+/// response body has been sent or dropped, so a streamed answer holds it
+/// for as long as it streams. Handlers take no slot of their own.
+pub(crate) async fn read_slot(request: Request, next: Next) -> Response {
+    use http_body_util::BodyExt as _;
+    let state = request
+        .extensions()
+        .get::<Arc<AppState>>()
+        .cloned()
+        .expect("every request carries the state");
+    let slot = match state.resources.admit_read().await {
+        Ok(slot) => slot,
+        Err(e) => {
+            state
+                .metrics
+                .overloaded
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return ApiError::Engine(e).into_response();
+        }
+    };
+    let response = next.run(request).await;
+    response.map(|body| {
+        axum::body::Body::new(body.map_frame(move |frame| {
+            let _held = &slot;
+            frame
+        }))
+    })
 }
 
 /// What a blocking task writes (text, a file), sent as a body in pieces
@@ -551,7 +586,9 @@ fn size_limits(request: &Request) -> Result<(), ApiError> {
 /// cloned on every request): the request timeout, metrics and the access
 /// log around the size limits, the handler, `Cache-Control`, the ETag of a
 /// compressed representation and problem+json for rejections.
-async fn every_request(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+async fn every_request(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
+    // For the route layers that need it ([`read_slot`]).
+    request.extensions_mut().insert(state.clone());
     let caching = caching(request.uri().path());
     let line = request_line(&request);
     let answer = async {

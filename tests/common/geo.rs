@@ -145,3 +145,52 @@ pub fn cell(centres: &[f64], v: f64) -> Option<usize> {
         }
     })
 }
+
+/// `tas[y, x] = y * n + x` on an n x n global grid (float32, chunks of
+/// 256 x 256; n a multiple of 256), with `lat` (north to south) and `lon`.
+pub fn big_grid(root: &std::path::Path, n: usize) {
+    std::fs::write(root.join("zarr.json"), r#"{"zarr_format": 3, "node_type": "group"}"#).unwrap();
+    let step = 180.0 / n as f64;
+    let lats: Vec<f64> = (0..n).map(|i| 90.0 - step * (i as f64 + 0.5)).collect();
+    let lons: Vec<f64> = (0..n).map(|j| -180.0 + 2.0 * step * (j as f64 + 0.5)).collect();
+    let degrees = |units: &str| json!({ "units": units });
+    write_array(
+        root,
+        "lat",
+        &[n as u64],
+        "float64",
+        &["lat"],
+        degrees("degrees_north"),
+        &f64s(&lats),
+    );
+    write_array(
+        root,
+        "lon",
+        &[n as u64],
+        "float64",
+        &["lon"],
+        degrees("degrees_east"),
+        &f64s(&lons),
+    );
+    let chunk = 256;
+    let node = root.join("tas");
+    let meta = json!({
+        "zarr_format": 3, "node_type": "array", "shape": [n, n], "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk, chunk]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "dimension_names": ["lat", "lon"], "attributes": {"long_name": "air temperature"},
+    });
+    std::fs::create_dir_all(&node).unwrap();
+    std::fs::write(node.join("zarr.json"), meta.to_string()).unwrap();
+    for ci in 0..n / chunk {
+        std::fs::create_dir_all(node.join(format!("c/{ci}"))).unwrap();
+        for cj in 0..n / chunk {
+            let data: Vec<u8> = (0..chunk)
+                .flat_map(|i| (0..chunk).map(move |j| ((ci * chunk + i) * n + cj * chunk + j) as f32))
+                .flat_map(f32::to_le_bytes)
+                .collect();
+            std::fs::write(node.join(format!("c/{ci}/{cj}")), data).unwrap();
+        }
+    }
+}

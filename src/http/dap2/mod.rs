@@ -60,6 +60,7 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         // `dap.dds`, `dap.html`, ...: any suffix gets a DAP2 answer.
         .route("/v1/datasets/{ds}/{file}", get(root_file).head(root_file))
         .route("/v1/datasets/{ds}/dap/{*rest}", get(group).head(group))
+        .route_layer(axum::middleware::from_fn(super::read_slot))
         .layer(super::compression())
 }
 
@@ -222,9 +223,6 @@ impl Request<'_> {
     async fn ascii(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
         let reads = Reads::plan(dataset, dap, projection, false).await?;
         reads.check_limit(self.state.max_response_bytes)?;
-        let permit = dataset.resources().admit_read().await.inspect_err(|_| {
-            self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
-        })?;
         let mut each = Vec::with_capacity(reads.0.len());
         for read in &reads.0 {
             each.push(dataset.read_versions(&read.plan).await?);
@@ -255,7 +253,7 @@ impl Request<'_> {
             })
             .collect();
         let header = Bytes::from(format!("{dds}{}", text::ASCII_RULE));
-        let body = stream(self.state.metrics.clone(), dataset.clone(), header, arrays, permit);
+        let body = stream(self.state.metrics.clone(), dataset.clone(), header, arrays);
         Ok(response.body(body).expect("valid response"))
     }
 
@@ -264,9 +262,6 @@ impl Request<'_> {
     async fn dods(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
         let reads = Reads::plan(dataset, dap, projection, true).await?;
         let xdr_bytes = reads.check_limit(self.state.max_response_bytes)?;
-        let permit = dataset.resources().admit_read().await.inspect_err(|_| {
-            self.state.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
-        })?;
         let dds = text::dds(dap, projection);
         let header = format!("{dds}Data:\n").into_bytes();
         let in_memory = reads.decoded_bytes() <= IN_MEMORY_BYTES;
@@ -324,13 +319,7 @@ impl Request<'_> {
                         writer: Writer::Xdr(pool.clone()),
                     })
                     .collect();
-                stream(
-                    self.state.metrics.clone(),
-                    dataset.clone(),
-                    Bytes::from(header),
-                    arrays,
-                    permit,
-                )
+                stream(self.state.metrics.clone(), dataset.clone(), Bytes::from(header), arrays)
             }
         };
         Ok(response.body(body).expect("valid response"))
@@ -578,16 +567,9 @@ async fn off_the_workers<T: Send + 'static>(
 /// Stream `header`, then each array as its writer writes it, slab by slab
 /// as they are read (one slab read ahead, as region reads do). An error
 /// after the headers ends the connection short.
-fn stream(
-    metrics: Arc<Metrics>,
-    dataset: Dataset,
-    header: Bytes,
-    arrays: Vec<Streamed>,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) -> Body {
+fn stream(metrics: Arc<Metrics>, dataset: Dataset, header: Bytes, arrays: Vec<Streamed>) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
     tokio::spawn(async move {
-        let _permit = permit;
         if tx.send(Ok(header)).await.is_err() {
             return;
         }

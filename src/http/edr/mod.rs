@@ -35,7 +35,11 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/datasets/{ds}/edr/conformance", get(conformance))
         .route("/v1/datasets/{ds}/edr/collections", get(collections))
         .route("/v1/datasets/{ds}/edr/collections/{c}", get(collection))
-        .route("/v1/datasets/{ds}/edr/collections/{c}/{query}", get(query::answer))
+        .merge(
+            Router::new()
+                .route("/v1/datasets/{ds}/edr/collections/{c}/{query}", get(query::answer))
+                .route_layer(axum::middleware::from_fn(super::read_slot)),
+        )
 }
 
 /// The query types served.
@@ -110,8 +114,11 @@ impl Collection {
     }
 }
 
-/// Every collection of the dataset, in group order.
-async fn all_collections(dataset: &Dataset, ds: &str) -> Result<Vec<Collection>, ApiError> {
+/// Every collection of the dataset, in group order. Ids start from the
+/// dataset's name whatever version the URL addresses (`{ds}@tag.v1` has
+/// the collection `{ds}` too).
+async fn all_collections(dataset: &Dataset) -> Result<Vec<Collection>, ApiError> {
+    let ds: &str = &dataset.name;
     let mut out: Vec<Collection> = Vec::new();
     for var in dataset.geo_variables().await? {
         let group = var.node.path.rsplit_once('/').map_or("", |(g, _)| g).to_string();
@@ -133,7 +140,7 @@ async fn all_collections(dataset: &Dataset, ds: &str) -> Result<Vec<Collection>,
 
 /// The collection `id` names (404 naming the collections there are).
 pub(super) async fn find_collection(dataset: &Dataset, ds: &str, id: &str) -> Result<Collection, ApiError> {
-    let mut all = all_collections(dataset, ds).await?;
+    let mut all = all_collections(dataset).await?;
     match all.iter().position(|c| c.id == id) {
         Some(i) => Ok(all.swap_remove(i)),
         None => Err(ApiError::NotFound(format!(
@@ -154,7 +161,7 @@ async fn collections(
     let dataset = &state.dataset(&ds, &headers).await?;
     let base = base(&state, &headers, &ds);
     let mut docs = Vec::new();
-    for c in all_collections(dataset, &ds).await? {
+    for c in all_collections(dataset).await? {
         docs.push(collection_document(dataset, &c, &base).await?);
     }
     Ok(Json(json!({

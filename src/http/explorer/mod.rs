@@ -51,9 +51,14 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         .route("/", any(index))
         .route("/explore", get(datasets_page))
         .route("/explore/", get(datasets_page))
-        .route("/explore/{ds}", get(root_page))
-        .route("/explore/{ds}/", get(root_page))
-        .route("/explore/{ds}/{*path}", get(node_page))
+        .merge(
+            // A node's page may read a preview of its values.
+            Router::new()
+                .route("/explore/{ds}", get(root_page))
+                .route("/explore/{ds}/", get(root_page))
+                .route("/explore/{ds}/{*path}", get(node_page))
+                .route_layer(axum::middleware::from_fn(super::read_slot)),
+        )
         .route("/explore-assets/{file}", get(asset))
         .route("/favicon.ico", get(favicon))
 }

@@ -32,7 +32,11 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         .route("/v1/datasets/{ds}/tiles/tileMatrixSets/{tms}", get(matrix_set))
         .route_layer(axum::middleware::from_fn(super::no_query_parameters))
         .route("/v1/datasets/{ds}/tiles/{tms}/tilejson.json", get(tilejson))
-        .route("/v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}", get(tile).head(tile))
+        .merge(
+            Router::new()
+                .route("/v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}", get(tile).head(tile))
+                .route_layer(axum::middleware::from_fn(super::read_slot)),
+        )
 }
 
 fn tile_matrix_set(id: &str) -> Result<TileMatrixSet, ApiError> {

@@ -29,7 +29,9 @@ use crate::engine::{Dataset, Error, GeoVariable, Raster};
 
 /// The WMS route.
 pub(super) fn routes() -> Router<Arc<AppState>> {
-    Router::new().route("/v1/datasets/{ds}/wms", get(wms))
+    Router::new()
+        .route("/v1/datasets/{ds}/wms", get(wms))
+        .route_layer(axum::middleware::from_fn(super::read_slot))
 }
 
 /// A WMS error: the status, the exception code (none for some), the text.

@@ -47,6 +47,9 @@ async fn every_data_route_waits_for_a_read_slot_then_answers_503() {
     let mut cfg = config();
     cfg.datasets
         .insert("big".into(), common::dataset(dir.path().to_string_lossy()));
+    let mut guarded = common::dataset(dir.path().to_string_lossy());
+    guarded.token = Some("a-long-secret".into());
+    cfg.datasets.insert("guarded".into(), guarded);
     cfg.max_concurrent_reads = 1;
     cfg.read_slot_wait_secs = 0.3;
     cfg.slab_bytes = 1 << 20;
@@ -69,6 +72,25 @@ async fn every_data_route_waits_for_a_read_slot_then_answers_503() {
         assert_eq!(resp.status(), 503, "{name}");
         assert!(resp.headers().contains_key("retry-after"), "{name}");
         assert!(started.elapsed() >= Duration::from_millis(250), "{name} did not wait");
+        // Each protocol says so in its own error format.
+        let body = resp.text().await.unwrap();
+        let format = match name {
+            n if n.starts_with("WMS") => "ServiceExceptionReport",
+            n if n.starts_with("DAP2") => "Error {",
+            _ => "\"status\":503",
+        };
+        assert!(body.contains(format), "{name}: {body}");
+    }
+    // A request the service refuses anyway (an unknown dataset, a guarded
+    // one without its token) is answered at once, without a slot.
+    for (path, status) in [
+        ("/v1/datasets/nosuch/data/tas", 404),
+        ("/v1/datasets/guarded/data/tas", 401),
+    ] {
+        let started = std::time::Instant::now();
+        let resp = client().get(server.url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), status, "{path}");
+        assert!(started.elapsed() < Duration::from_millis(250), "{path} waited");
     }
     // Routes that read no array data do not wait.
     for path in [

@@ -23,7 +23,7 @@ use std::fs::{File, Metadata};
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -48,10 +48,32 @@ pub(super) struct LocalFiles {
     /// `dir` as an object_store path, and the file-system path object_store
     /// maps it to (`None` if it maps none).
     root: Option<(String, PathBuf)>,
-    /// The directory served.
+    /// The directory served, and where it really is.
+    served: Arc<Root>,
+}
+
+/// A directory served and its real path (every link resolved), found once
+/// it exists and found again when a file seems to be outside it (the
+/// directory itself may be a link that was moved, as in blue/green
+/// deployments): files must really be inside it.
+#[derive(Debug)]
+struct Root {
     dir: PathBuf,
-    /// `dir` with every link resolved, once it exists: files must be in it.
-    real_dir: Arc<OnceLock<PathBuf>>,
+    real: RwLock<Option<PathBuf>>,
+}
+
+impl Root {
+    /// The real path, resolved now if it never was (or `fresh`).
+    fn real(&self, fresh: bool) -> object_store::Result<PathBuf> {
+        if !fresh {
+            if let Some(real) = self.real.read().expect("not poisoned").as_ref() {
+                return Ok(real.clone());
+            }
+        }
+        let real = std::fs::canonicalize(&self.dir).map_err(|e| not_found_or_generic(&self.dir, e))?;
+        *self.real.write().expect("not poisoned") = Some(real.clone());
+        Ok(real)
+    }
 }
 
 impl LocalFiles {
@@ -72,28 +94,21 @@ impl LocalFiles {
             buffers,
             inline,
             root,
-            dir: dir.to_path_buf(),
-            real_dir: Arc::default(),
+            served: Arc::new(Root {
+                dir: dir.to_path_buf(),
+                real: RwLock::new(None),
+            }),
         }
-    }
-
-    /// The directory's real path (resolved once it exists).
-    fn real_dir(&self) -> object_store::Result<PathBuf> {
-        if let Some(real) = self.real_dir.get() {
-            return Ok(real.clone());
-        }
-        let real = std::fs::canonicalize(&self.dir).map_err(|e| not_found_or_generic(&self.dir, e))?;
-        Ok(self.real_dir.get_or_init(|| real).clone())
     }
 
     /// Whether listing `prefix` stays inside the directory (a listing
     /// through a link out of it would name files elsewhere). A prefix that
     /// does not exist lists nothing, and is inside.
     pub(super) fn lists_inside(&self, prefix: &str) -> bool {
-        let Ok(real_dir) = self.real_dir() else {
+        let Ok(real_dir) = self.served.real(false) else {
             return true;
         };
-        match std::fs::canonicalize(self.dir.join(prefix)) {
+        match std::fs::canonicalize(self.served.dir.join(prefix)) {
             Ok(real) => real.starts_with(&real_dir),
             Err(_) => true,
         }
@@ -127,12 +142,12 @@ impl LocalFiles {
         options: GetOptions,
     ) -> object_store::Result<Fetched> {
         let path = self.file_path(&location)?;
-        let inside = self.real_dir()?;
+        let served = self.served.clone();
         let buffers = self.buffers.clone();
         if self.inline && small(ranges.as_deref()) {
             let file = FileAt {
                 path: &path,
-                inside: &inside,
+                root: &served,
             };
             if let Some(done) = read_file(file, location.clone(), ranges.as_deref(), &options, &buffers, Wait::No)? {
                 return Ok(done);
@@ -141,7 +156,7 @@ impl LocalFiles {
         tokio::task::spawn_blocking(move || {
             let file = FileAt {
                 path: &path,
-                inside: &inside,
+                root: &served,
             };
             read_file(file, location, ranges.as_deref(), &options, &buffers, Wait::Yes)
                 .map(|done| done.expect("a read that may wait always finishes"))
@@ -156,13 +171,15 @@ impl LocalFiles {
     /// does not notice a file it may not open (a read of that fails).
     pub(super) async fn head(&self, location: Path) -> object_store::Result<ObjectMeta> {
         let path = self.file_path(&location)?;
-        let inside = self.real_dir()?;
+        let served = self.served.clone();
         let at = move || {
-            let file = FileAt {
-                path: &path,
-                inside: &inside,
-            };
-            stat(file, location)
+            stat(
+                FileAt {
+                    path: &path,
+                    root: &served,
+                },
+                location,
+            )
         };
         if self.inline {
             return at();
@@ -349,14 +366,16 @@ fn clear_nonblocking(file: &File) -> std::io::Result<()> {
 #[derive(Clone, Copy)]
 struct FileAt<'a> {
     path: &'a std::path::Path,
-    inside: &'a std::path::Path,
+    root: &'a Root,
 }
 
 impl FileAt<'_> {
-    /// Not found unless the open `file` really is inside the directory.
+    /// Not found unless the open `file` really is inside the directory
+    /// (as it is now: resolved again before a file is refused).
     fn check(&self, file: &File) -> object_store::Result<()> {
         let real = real_path(file, self.path).map_err(|e| not_found_or_generic(self.path, e))?;
-        match real.starts_with(self.inside) {
+        let inside = |fresh| self.root.real(fresh).is_ok_and(|dir| real.starts_with(dir));
+        match inside(false) || inside(true) {
             true => Ok(()),
             false => Err(object_store::Error::NotFound {
                 path: self.path.display().to_string(),
@@ -369,9 +388,10 @@ impl FileAt<'_> {
 /// Where the open `file` really is: the kernel's name for its descriptor
 /// (the file opened, whatever links led there).
 #[cfg(target_os = "linux")]
-fn real_path(file: &File, _path: &std::path::Path) -> std::io::Result<PathBuf> {
+fn real_path(file: &File, path: &std::path::Path) -> std::io::Result<PathBuf> {
     use std::os::fd::AsRawFd;
-    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    // Without /proc (some sandboxes), the path's links resolved.
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).or_else(|_| std::fs::canonicalize(path))
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -629,6 +649,22 @@ mod tests {
         }
         assert!(local.lists_inside("") && local.lists_inside("inside_dir") && local.lists_inside("absent"));
         assert!(!local.lists_inside("other"));
+        // A dataset directory that is itself a link, moved to a new release.
+        for release in ["v1", "v2"] {
+            std::fs::create_dir_all(base.path().join(release)).unwrap();
+            std::fs::write(base.path().join(release).join("f"), release).unwrap();
+        }
+        let current = base.path().join("current");
+        symlink(base.path().join("v1"), &current).unwrap();
+        let local = LocalFiles::new(Arc::new(LocalFileSystem::new()), Arc::default(), &current);
+        let f = Path::from_absolute_path(current.join("f")).unwrap();
+        let (_, parts) = local.read(f.clone(), None, GetOptions::default()).await.unwrap();
+        assert_eq!(&parts[0].1[..], b"v1");
+        std::fs::remove_file(&current).unwrap();
+        symlink(base.path().join("v2"), &current).unwrap();
+        let (_, parts) = local.read(f.clone(), None, GetOptions::default()).await.unwrap();
+        assert_eq!(&parts[0].1[..], b"v2");
+        assert!(local.head(f).await.is_ok());
     }
 
     #[test]

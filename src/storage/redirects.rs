@@ -47,7 +47,15 @@ pub(super) fn under(target: &Url, prefix: &Url) -> bool {
         && target.username().is_empty()
         && target.password().is_none()
         && target.path().starts_with(prefix.path())
-        && !target.path().split('/').any(|s| s == ".." || s == ".")
+        && target.path().split('/').all(plain_segment)
+}
+
+/// A path segment that no server reads as a step up or aside: once
+/// percent-decoded, not `.` or `..` and without `/`, `\` or `;` (which
+/// servers may decode and then resolve: `..%2f`, `..%5c`, `..;`).
+fn plain_segment(segment: &str) -> bool {
+    let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
+    decoded != "." && decoded != ".." && !decoded.contains(['/', '\\', ';'])
 }
 
 impl HttpConnector for StayUnder {
@@ -139,6 +147,8 @@ mod tests {
             "https://data.example/files/a.nc",
             "https://data.example:443/files/b/c.nc",
             "https://DATA.example/files/x?sig=1",
+            // Parsed, the dot segments are resolved: still under the prefix.
+            "https://data.example/files/a/%2E%2E/b",
         ] {
             assert!(under(&Url::parse(ok).unwrap(), &prefix), "{ok}");
         }
@@ -151,6 +161,10 @@ mod tests {
             "https://data.example/files",
             "https://user@data.example/files/a.nc",
             "https://data.example.evil/files/a.nc",
+            "https://data.example/files/..%2fsecret",
+            "https://data.example/files/%2e%2e%2Fsecret",
+            "https://data.example/files/..%5csecret",
+            "https://data.example/files/..;/secret",
         ] {
             assert!(!under(&Url::parse(bad).unwrap(), &prefix), "{bad}");
         }

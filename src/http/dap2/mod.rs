@@ -60,7 +60,9 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         // `dap.dds`, `dap.html`, ...: any suffix gets a DAP2 answer.
         .route("/v1/datasets/{ds}/{file}", get(root_file).head(root_file))
         .route("/v1/datasets/{ds}/dap/{*rest}", get(group).head(group))
-        .route_layer(axum::middleware::from_fn(super::read_slot))
+        .route_layer(axum::middleware::from_fn(|request, next| {
+            super::admit(request, next, |e| dap_error(ApiError::Engine(e)))
+        }))
         .layer(super::compression())
 }
 

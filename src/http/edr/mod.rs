@@ -118,7 +118,8 @@ impl Collection {
 /// dataset's name whatever version the URL addresses (`{ds}@tag.v1` has
 /// the collection `{ds}` too).
 async fn all_collections(dataset: &Dataset) -> Result<Vec<Collection>, ApiError> {
-    let ds: &str = &dataset.name;
+    // A version's dataset is named `{ds}@{ref}`: its collections are not.
+    let ds: &str = dataset.name.split_once('@').map_or(&dataset.name, |(name, _)| name);
     let mut out: Vec<Collection> = Vec::new();
     for var in dataset.geo_variables().await? {
         let group = var.node.path.rsplit_once('/').map_or("", |(g, _)| g).to_string();

@@ -107,6 +107,7 @@ pub(super) fn respond(
         Format::NetCdf => Some(netcdf_file(&extract)?),
         _ => None,
     };
+    let length = file.as_ref().and_then(NetCdf::length);
     let (mut writer, body) = ChannelWriter::new();
     let mut extract = extract;
     tokio::task::spawn_blocking(move || {
@@ -121,10 +122,12 @@ pub(super) fn respond(
         };
         writer.finish(written);
     });
-    Ok(builder
-        .header(header::CONTENT_TYPE, HeaderValue::from_static(format.media_type()))
-        .body(body)
-        .expect("valid response"))
+    let builder = builder.header(header::CONTENT_TYPE, HeaderValue::from_static(format.media_type()));
+    let builder = match length {
+        Some(length) => builder.header(header::CONTENT_LENGTH, length),
+        None => builder,
+    };
+    Ok(builder.body(body).expect("valid response"))
 }
 
 /// What tells apart the places of two answers of the same keys read: the
@@ -185,7 +188,7 @@ enum Document<'a> {
 struct Coverage<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
-    domain: Domain,
+    domain: Domain<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     parameters: Option<BTreeMap<String, Value>>,
     ranges: BTreeMap<String, NdArray<'a>>,
@@ -205,12 +208,12 @@ struct CoverageCollection<'a> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Domain {
+struct Domain<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     domain_type: Option<&'static str>,
-    axes: BTreeMap<String, Value>,
+    axes: BTreeMap<String, Axis<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     referencing: Vec<Referencing>,
 }
@@ -253,8 +256,15 @@ fn nd_array<'a>(axis_names: Vec<&'static str>, shape: Vec<usize>, values: &'a [f
     }
 }
 
-fn values_axis(values: Vec<Value>) -> Value {
-    json!({ "values": values })
+/// A domain axis: `{"values": [...]}` (the times and levels borrowed from
+/// the answer, not copied per coverage), or another form.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Axis<'a> {
+    Numbers { values: Vec<f64> },
+    Levels { values: &'a [f64] },
+    Times { values: &'a [String] },
+    Other(Value),
 }
 
 /// The referencing of x/y in `crs`, and of t and z when present.
@@ -294,23 +304,11 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
         extract.times.as_ref().map_or(0, Vec::len),
         extract.levels.as_ref().map_or(0, Vec::len),
     );
-    let t_axis = || {
-        extract
-            .times
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .map(Value::String)
-            .collect::<Vec<_>>()
+    let t_axis = || Axis::Times {
+        values: extract.times.as_deref().unwrap_or_default(),
     };
-    let z_axis = || {
-        extract
-            .levels
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .map(Value::from)
-            .collect::<Vec<_>>()
+    let z_axis = || Axis::Levels {
+        values: extract.levels.as_deref().unwrap_or_default(),
     };
     let names = || extract.vars.iter().map(|v| Collection::name(v).to_string());
     match &extract.shape {
@@ -329,13 +327,13 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
                 .enumerate()
                 .map(|(p, &(x, y))| {
                     let mut axes = BTreeMap::new();
-                    axes.insert("x".into(), values_axis(vec![x.into()]));
-                    axes.insert("y".into(), values_axis(vec![y.into()]));
+                    axes.insert("x".into(), Axis::Numbers { values: vec![x] });
+                    axes.insert("y".into(), Axis::Numbers { values: vec![y] });
                     if nt > 0 {
-                        axes.insert("t".into(), values_axis(t_axis()));
+                        axes.insert("t".into(), t_axis());
                     }
                     if nz > 0 {
-                        axes.insert("z".into(), values_axis(z_axis()));
+                        axes.insert("z".into(), z_axis());
                     }
                     let ranges = names()
                         .zip(values)
@@ -381,16 +379,21 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
                 Crs::Crs84 => (x + 180.0).rem_euclid(360.0) - 180.0,
                 Crs::Projected(_) => x,
             };
-            axes.insert("x".into(), values_axis(xs.iter().map(|&v| wrap(v).into()).collect()));
-            axes.insert("y".into(), values_axis(ys.iter().map(|&v| v.into()).collect()));
+            axes.insert(
+                "x".into(),
+                Axis::Numbers {
+                    values: xs.iter().map(|&v| wrap(v)).collect(),
+                },
+            );
+            axes.insert("y".into(), Axis::Numbers { values: ys.clone() });
             let (mut axis_names, mut shape) = (Vec::new(), Vec::new());
             if nt > 0 {
-                axes.insert("t".into(), values_axis(t_axis()));
+                axes.insert("t".into(), t_axis());
                 axis_names.push("t");
                 shape.push(nt);
             }
             if nz > 0 {
-                axes.insert("z".into(), values_axis(z_axis()));
+                axes.insert("z".into(), z_axis());
                 axis_names.push("z");
                 shape.push(nz);
             }
@@ -440,7 +443,7 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
             let mut axes = BTreeMap::new();
             axes.insert(
                 "composite".into(),
-                json!({"dataType": "tuple", "coordinates": coordinates, "values": tuples}),
+                Axis::Other(json!({"dataType": "tuple", "coordinates": coordinates, "values": tuples})),
             );
             let refs = referencing(&Crs::Crs84, nt > 0, nz > 0);
             let ranges = names()
@@ -521,31 +524,79 @@ fn for_each_location(extract: &Extract, mut f: impl FnMut(f64, f64, &[Row<'_>]) 
             }
             Ok(())
         }
-        // Few places (a URL's worth): the rows of places at the same
-        // position go together, in the order they first appear.
-        _ => {
-            let mut all = Vec::new();
-            for_each_row(extract, |row| {
-                all.push(row);
-                Ok(())
-            })?;
-            let mut order: Vec<(u64, u64)> = Vec::new();
-            let mut groups: BTreeMap<(u64, u64), Vec<Row<'_>>> = BTreeMap::new();
-            for row in all {
-                let key = (row.lon.to_bits(), row.lat.to_bits());
-                let group = groups.entry(key).or_insert_with(|| {
-                    order.push(key);
-                    Vec::new()
-                });
-                group.push(row);
-            }
-            for key in order {
-                let rows = &groups[&key];
-                f(rows[0].lon, rows[0].lat, rows)?;
-            }
-            Ok(())
+        // Few places (a URL's worth): places at the same position are one
+        // location, in the order they first appear; their rows are made
+        // a location at a time.
+        Shape::Points { points, .. } => {
+            let steps = times.len() * levels.len();
+            for_each_group(
+                points,
+                |p, rows| {
+                    let (lon, lat) = points[p];
+                    for (ti, t) in times.iter().enumerate() {
+                        for (zi, z) in levels.iter().enumerate() {
+                            let at = p * steps + ti * levels.len() + zi;
+                            rows.push(Row {
+                                lon,
+                                lat,
+                                t: *t,
+                                z: *z,
+                                at,
+                            });
+                        }
+                    }
+                },
+                &mut f,
+            )
+        }
+        Shape::Trajectory { steps, .. } => {
+            let places: Vec<(f64, f64)> = steps.iter().map(|s| (s.x, s.y)).collect();
+            for_each_group(
+                &places,
+                |k, rows| {
+                    let s = &steps[k];
+                    rows.push(Row {
+                        lon: s.x,
+                        lat: s.y,
+                        t: s.t.and_then(|t| extract.times.as_ref().map(|ts| ts[t].as_str())),
+                        z: s.z.and_then(|z| extract.levels.as_ref().map(|zs| zs[z])),
+                        at: k,
+                    });
+                },
+                &mut f,
+            )
         }
     }
+}
+
+/// `f` for each group of `places` at one position (in the order each
+/// position first appears), with the rows `rows_of` makes for its places.
+fn for_each_group<'a>(
+    places: &[(f64, f64)],
+    mut rows_of: impl FnMut(usize, &mut Vec<Row<'a>>),
+    f: &mut impl FnMut(f64, f64, &[Row<'_>]) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut order: Vec<(u64, u64)> = Vec::new();
+    let mut groups: std::collections::HashMap<(u64, u64), Vec<usize>> = std::collections::HashMap::new();
+    for (p, (lon, lat)) in places.iter().enumerate() {
+        let key = (lon.to_bits(), lat.to_bits());
+        groups
+            .entry(key)
+            .or_insert_with(|| {
+                order.push(key);
+                Vec::new()
+            })
+            .push(p);
+    }
+    let mut rows = Vec::new();
+    for key in order {
+        rows.clear();
+        for &p in &groups[&key] {
+            rows_of(p, &mut rows);
+        }
+        f(f64::from_bits(key.0), f64::from_bits(key.1), &rows)?;
+    }
+    Ok(())
 }
 
 /// Every row in the order CSV lists them: per step then location for a

@@ -448,7 +448,12 @@ impl Request<'_> {
     /// whole until written, under the answer budget (`slab_budget_bytes`);
     /// more than the whole budget is 413, naming it.
     async fn check(&self, cells: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
-        let held = self.refuse(cells)?;
+        self.check_steps(cells.saturating_mul(self.steps())).await
+    }
+
+    /// [`Request::check`] for `steps` values of each variable in all.
+    async fn check_steps(&self, steps: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let held = self.refuse_values(steps)?;
         Ok(self.dataset.resources().hold_answer_bytes(held as usize).await?)
     }
 
@@ -456,10 +461,12 @@ impl Request<'_> {
     /// 413: above `max_response_bytes` (counted as a region read counts
     /// them), or above the whole answer budget.
     fn refuse(&self, cells: u64) -> Result<u64, ApiError> {
-        let requested = cells
-            .saturating_mul(self.steps())
-            .saturating_mul(self.vars.len() as u64)
-            .saturating_mul(8);
+        self.refuse_values(cells.saturating_mul(self.steps()))
+    }
+
+    /// [`Request::refuse`] for `values` values of each variable.
+    fn refuse_values(&self, values: u64) -> Result<u64, ApiError> {
+        let requested = values.saturating_mul(self.vars.len() as u64).saturating_mul(8);
         if requested > self.limit {
             return Err(ApiError::TooLarge {
                 requested,
@@ -495,14 +502,6 @@ impl Request<'_> {
             }
         }
         lo
-    }
-
-    /// [`Request::check`] for `steps` values of each variable in all.
-    async fn check_steps(&self, steps: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
-        let per_cell = self.steps().max(1);
-        // Round up to whole cells of this request's steps.
-        let cells = steps.div_ceil(per_cell);
-        self.check(cells).await
     }
 
     /// Read `read` of every variable; the values in T, Z, Y, X order.

@@ -31,7 +31,9 @@ use crate::engine::{Dataset, Error, GeoVariable, Raster};
 pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/datasets/{ds}/wms", get(wms))
-        .route_layer(axum::middleware::from_fn(super::read_slot))
+        .route_layer(axum::middleware::from_fn(|request, next| {
+            super::admit(request, next, |e| WmsError::from(e).into_response())
+        }))
 }
 
 /// A WMS error: the status, the exception code (none for some), the text.
@@ -72,6 +74,12 @@ impl IntoResponse for WmsError {
             body,
         )
             .into_response();
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            // As every 503 of the service: try again in a second.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         response.extensions_mut().insert(super::ProtocolError);
         response
     }

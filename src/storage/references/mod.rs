@@ -125,6 +125,12 @@ impl ReferenceSet {
             }
         }
         let (read, refs) = match self.store.get(&self.key, ByteRange::All, None).await? {
+            Some(read) if read.data.len() as u64 > MAX_JSON_BYTES => {
+                return Err(bad(format!(
+                "{} bytes of JSON, more than the {MAX_JSON_BYTES} a JSON set may hold (write larger sets as Parquet)",
+                read.data.len()
+            )))
+            }
             Some(read) => {
                 // A large set takes a while to parse: off the async threads.
                 let data = read.data.clone();
@@ -358,18 +364,20 @@ fn parse_at_most(text: &[u8], max_keys: u64) -> Result<BTreeMap<String, Referenc
     let object = doc.as_object().ok_or("not a JSON object")?;
     let version = object.get("version").and_then(Value::as_u64);
     let mut refs = BTreeMap::new();
-    if object.len() as u64 > MAX_KEYS {
+    if object.len() as u64 > max_keys {
         return Err(format!(
-            "{} keys, more than the {MAX_KEYS} a reference set may hold",
+            "{} keys, more than the {max_keys} a reference set may hold",
             object.len()
         ));
     }
+    let mut rendered = Rendered(MAX_RENDERED_BYTES);
     let templates: BTreeMap<String, String> = match version {
         None => {
             for (key, value) in object {
                 refs.insert(
                     key.clone(),
-                    reference(value, &BTreeMap::new()).map_err(|e| format!("key '{key}': {e}"))?,
+                    reference(value, Names::templates(&BTreeMap::new()), &mut rendered)
+                        .map_err(|e| format!("key '{key}': {e}"))?,
                 );
             }
             return Ok(refs);
@@ -397,19 +405,60 @@ fn parse_at_most(text: &[u8], max_keys: u64) -> Result<BTreeMap<String, Referenc
     }
     let mut budget = max_keys - listed.len() as u64;
     for generator in object.get("gen").and_then(Value::as_array).into_iter().flatten() {
-        budget -= generate(generator, &templates, budget, max_keys, &mut refs)?;
+        budget -= generate(generator, &templates, budget, max_keys, &mut rendered, &mut refs)?;
     }
     for (key, value) in listed {
         refs.insert(
             key.clone(),
-            reference(value, &templates).map_err(|e| format!("key '{key}': {e}"))?,
+            reference(value, Names::templates(&templates), &mut rendered).map_err(|e| format!("key '{key}': {e}"))?,
         );
     }
     Ok(refs)
 }
 
-/// `{{name}}` replaced by each template (or variable) of `values`.
-fn render(text: &str, values: &BTreeMap<String, String>) -> Result<String, String> {
+/// Bytes of keys and URLs a set may make by expanding templates, in all: a
+/// short template named many times in many keys could otherwise ask for
+/// terabytes.
+const MAX_RENDERED_BYTES: usize = 256 << 20;
+
+/// What is left of [`MAX_RENDERED_BYTES`] while a set is parsed.
+struct Rendered(usize);
+
+impl Rendered {
+    /// Count `text`'s bytes; an error once the set has made too many.
+    fn take(&mut self, text: String) -> Result<String, String> {
+        self.0 = self
+            .0
+            .checked_sub(text.len())
+            .ok_or_else(|| format!("its templates expand to more than {MAX_RENDERED_BYTES} bytes of keys and URLs"))?;
+        Ok(text)
+    }
+}
+
+/// The names a `{{...}}` may use: a `gen` entry's variables, then the
+/// templates (borrowed, never copied per key).
+#[derive(Clone, Copy)]
+struct Names<'a> {
+    vars: &'a [(String, String)],
+    templates: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Names<'a> {
+    fn templates(templates: &'a BTreeMap<String, String>) -> Self {
+        Self { vars: &[], templates }
+    }
+
+    fn get(&self, name: &str) -> Option<&'a str> {
+        match self.vars.iter().find(|(n, _)| n == name) {
+            Some((_, v)) => Some(v),
+            None => self.templates.get(name).map(String::as_str),
+        }
+    }
+}
+
+/// `{{name}}` replaced by each template (or variable) of `values`; an
+/// error past `rendered`'s bytes.
+fn render(text: &str, values: Names<'_>, rendered: &mut Rendered) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(open) = rest.find("{{") {
@@ -420,16 +469,19 @@ fn render(text: &str, values: &BTreeMap<String, String>) -> Result<String, Strin
             + open;
         let expression = rest[open + 2..close].trim();
         out.push_str(&evaluate(expression, values)?);
+        if out.len() > rendered.0 {
+            return rendered.take(out);
+        }
         rest = &rest[close + 2..];
     }
     out.push_str(rest);
-    Ok(out)
+    rendered.take(out)
 }
 
 /// A template name, or an integer expression of the variables (`i*100+8`).
-fn evaluate(expression: &str, values: &BTreeMap<String, String>) -> Result<String, String> {
+fn evaluate(expression: &str, values: Names<'_>) -> Result<String, String> {
     if let Some(value) = values.get(expression) {
-        return Ok(value.clone());
+        return Ok(value.to_string());
     }
     let mut parser = Expression {
         tokens: tokens(expression)?,
@@ -477,7 +529,7 @@ struct Expression<'a> {
     at: usize,
     /// Parentheses and signs open around the current token.
     depth: usize,
-    values: &'a BTreeMap<String, String>,
+    values: Names<'a>,
 }
 
 impl Expression<'_> {
@@ -559,6 +611,7 @@ fn generate(
     templates: &BTreeMap<String, String>,
     budget: u64,
     max_keys: u64,
+    rendered: &mut Rendered,
     refs: &mut BTreeMap<String, Reference>,
 ) -> Result<u64, String> {
     let field = |name: &str| {
@@ -596,17 +649,18 @@ fn generate(
         axes.push((name.clone(), values));
     }
     let total = axes.iter().map(|(_, v)| v.len()).product::<usize>();
+    let mut vars: Vec<(String, String)> = axes.iter().map(|(name, _)| (name.clone(), String::new())).collect();
     for mut index in 0..total {
-        let mut values = templates.clone();
-        for (name, axis) in axes.iter().rev() {
-            values.insert(name.clone(), axis[index % axis.len()].to_string());
+        for ((_, axis), (_, value)) in axes.iter().zip(&mut vars).rev() {
+            *value = axis[index % axis.len()].to_string();
             index /= axis.len();
         }
-        let url = render(url, &values)?;
+        let values = Names { vars: &vars, templates };
+        let url = render(url, values, rendered)?;
         let reference = match (offset, length) {
             (Some(o), Some(l)) => {
-                let number = |t: &str| {
-                    render(t, &values)?
+                let mut number = |t: &str| {
+                    render(t, values, rendered)?
                         .trim()
                         .parse::<u64>()
                         .map_err(|e| format!("gen '{key}': {e}"))
@@ -619,7 +673,7 @@ fn generate(
             }
             _ => Reference::Object(url),
         };
-        refs.insert(render(key, &values)?, reference);
+        refs.insert(render(key, values, rendered)?, reference);
     }
     Ok(total as u64)
 }
@@ -638,7 +692,7 @@ fn axis_range(name: &str, spec: &Value) -> Result<((i64, i64), u64), String> {
 }
 
 /// One value of `refs`.
-fn reference(value: &Value, templates: &BTreeMap<String, String>) -> Result<Reference, String> {
+fn reference(value: &Value, templates: Names<'_>, rendered: &mut Rendered) -> Result<Reference, String> {
     match value {
         Value::String(text) => match text.strip_prefix("base64:") {
             Some(encoded) => base64::engine::general_purpose::STANDARD
@@ -652,7 +706,7 @@ fn reference(value: &Value, templates: &BTreeMap<String, String>) -> Result<Refe
                 .first()
                 .and_then(Value::as_str)
                 .ok_or("a reference's first item must be a URL")?;
-            let url = render(url, templates)?;
+            let url = render(url, templates, rendered)?;
             match items.len() {
                 1 => Ok(Reference::Object(url)),
                 3 => {
@@ -722,10 +776,10 @@ mod tests {
             ("i%4", "3"),
             ("-i + 10", "3"),
         ] {
-            assert_eq!(evaluate(text, &values).unwrap(), want, "{text}");
+            assert_eq!(evaluate(text, Names::templates(&values)).unwrap(), want, "{text}");
         }
         for bad in ["j", "i +", "i / 0", "(i", "i $ 2", "-(-9223372036854775807 - 1)"] {
-            assert!(evaluate(bad, &values).is_err(), "{bad}");
+            assert!(evaluate(bad, Names::templates(&values)).is_err(), "{bad}");
         }
     }
 
@@ -733,12 +787,20 @@ mod tests {
     fn hostile_sets_are_refused_before_they_cost_anything() {
         // Deep nesting: an error, not a blown stack (100,000 deep).
         let deep = format!("{}i{}", "(".repeat(100_000), ")".repeat(100_000));
-        let err = evaluate(&deep, &BTreeMap::from([("i".into(), "1".into())])).unwrap_err();
+        let one = BTreeMap::from([("i".into(), "1".into())]);
+        let err = evaluate(&deep, Names::templates(&one)).unwrap_err();
         assert!(err.contains("deeper than 64"), "{err}");
         let signs = format!("{}1", "-".repeat(100_000));
-        assert!(evaluate(&signs, &BTreeMap::new()).unwrap_err().contains("deeper"));
+        let none = BTreeMap::new();
+        assert!(evaluate(&signs, Names::templates(&none))
+            .unwrap_err()
+            .contains("deeper"));
         assert_eq!(
-            evaluate(&format!("{}7{}", "(".repeat(60), ")".repeat(60)), &BTreeMap::new()).unwrap(),
+            evaluate(
+                &format!("{}7{}", "(".repeat(60), ")".repeat(60)),
+                Names::templates(&none)
+            )
+            .unwrap(),
             "7"
         );
         let gen = |dims: &str| {
@@ -774,6 +836,14 @@ mod tests {
         // Listed keys count too.
         let two = r#"{"version": 1, "refs": {"x": "1", "y": "2"}, "gen": [{"key": "a/{{i}}", "url": "u", "dimensions": {"i": {"stop": 999999}}}]}"#;
         assert!(parse(two.as_bytes()).unwrap_err().contains("more than 999998"));
+        // Templates named many times in many keys: bounded bytes, not keys.
+        let big = format!(
+            r#"{{"version": 1, "templates": {{"t": "{}"}}, "refs": {{}}, "gen": [{{"key": "a/{{{{i}}}}", "url": "{}", "dimensions": {{"i": {{"stop": 100000}}}}}}]}}"#,
+            "x".repeat(10_000),
+            "{{t}}".repeat(100)
+        );
+        let err = parse(big.as_bytes()).unwrap_err();
+        assert!(err.contains("expand to more than"), "{err}");
         // Offsets that overflow.
         let span = r#"{"version": 1, "refs": {}, "gen": [{"key": "a/{{i}}", "url": "u", "offset": "18446744073709551615", "length": "{{i}}", "dimensions": {"i": [0, 1]}}]}"#;
         assert!(parse(span.as_bytes()).unwrap_err().contains("overflows"));

@@ -268,6 +268,18 @@ fn reference_set(dir: &std::path::Path, chunk_url: &str) -> String {
     format!("refs+file://{}", path.display())
 }
 
+/// Array `a` of a reference set (written in `dir`) whose chunk is at
+/// `chunk_url`, read as JSON by a server allowing the container `prefix`.
+async fn read_through(dir: &std::path::Path, chunk_url: String, prefix: &str) -> (StatusCode, String) {
+    let mut ds = common::dataset(reference_set(dir, &chunk_url));
+    ds.virtual_chunk_containers = vec![zarr_serve::config::VirtualChunkContainer::Prefix(prefix.to_string())];
+    let mut cfg = config();
+    cfg.datasets.insert("r".into(), ds);
+    let server = Server::start(cfg).await;
+    let resp = get(&server, "/v1/datasets/r/data/a?format=json").await;
+    (resp.status(), resp.text().await.unwrap())
+}
+
 /// A server on a free port answering `app`.
 async fn side_server(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -300,20 +312,8 @@ async fn redirects_never_leave_the_allowed_prefix() {
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let read = |chunk: &'static str| {
-        let url = reference_set(dir.path(), &format!("{allowed}/files/{chunk}"));
-        let mut ds = common::dataset(url);
-        ds.virtual_chunk_containers = vec![zarr_serve::config::VirtualChunkContainer::Prefix(format!(
-            "{allowed}/files/"
-        ))];
-        let mut cfg = config();
-        cfg.datasets.insert("r".into(), ds);
-        async move {
-            let server = Server::start(cfg).await;
-            let resp = get(&server, "/v1/datasets/r/data/a?format=json").await;
-            (resp.status(), resp.text().await.unwrap())
-        }
-    };
+    let prefix = format!("{allowed}/files/");
+    let read = |chunk: &str| read_through(dir.path(), format!("{prefix}{chunk}"), &prefix);
     let (status, text) = read("in.bin").await;
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("[1,2,3,4]"), "{text}");
@@ -336,18 +336,7 @@ async fn a_container_prefix_is_a_directory() {
         std::fs::write(base.path().join(dir).join("x.bin"), [byte; 4]).unwrap();
     }
     let prefix = format!("file://{}/allowed", base.path().display());
-    let read = |chunk: String| {
-        let url = reference_set(base.path(), &chunk);
-        let mut ds = common::dataset(url);
-        ds.virtual_chunk_containers = vec![zarr_serve::config::VirtualChunkContainer::Prefix(prefix.clone())];
-        let mut cfg = config();
-        cfg.datasets.insert("r".into(), ds);
-        async move {
-            let server = Server::start(cfg).await;
-            let resp = get(&server, "/v1/datasets/r/data/a?format=json").await;
-            (resp.status(), resp.text().await.unwrap())
-        }
-    };
+    let read = |chunk: String| read_through(base.path(), chunk, &prefix);
     let (status, text) = read(format!("{prefix}/x.bin")).await;
     assert_eq!(status, 200, "{text}");
     let (status, text) = read(format!("{prefix}_evil/x.bin")).await;

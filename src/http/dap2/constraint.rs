@@ -354,34 +354,41 @@ fn split_outside_brackets(text: &str, separator: char) -> Result<Vec<&str>, Stri
     Ok(parts)
 }
 
-/// The fuzz property of [`Projection::parse`] (`fuzz/`, and the committed
-/// corpus in the tests): on a dataset of a scalar, two coordinates and a
-/// grid over them, any query picks known variables and positions inside
-/// each dimension, or is an error.
-pub(crate) fn check_projection(query: &str) {
-    use crate::encode::xdr::DapType;
-    use crate::engine::DataType;
-    let var = |name: &str, dims: &[(&str, u64)], maps: Vec<usize>| Variable {
+/// A float32 variable `name` of dimensions `dims` and grid maps `maps`.
+fn float_variable(name: &str, dims: &[(&str, u64)], maps: Vec<usize>) -> Variable {
+    Variable {
         name: name.into(),
         path: name.into(),
-        data_type: DataType::Float32,
-        dap: DapType::Float32,
+        data_type: crate::engine::DataType::Float32,
+        dap: crate::encode::xdr::DapType::Float32,
         dims: dims.iter().map(|(n, l)| (n.to_string(), *l)).collect(),
         maps,
         attributes: serde_json::Value::Null,
         v2_fill: serde_json::Value::Null,
         node: std::sync::Arc::new(crate::engine::Node::new(name, None, None)),
-    };
-    let dataset = DapDataset {
+    }
+}
+
+/// lat[3], lon[4], t[lat][lon] a grid, s a scalar: what the fuzz property
+/// and the tests parse against.
+fn small_dataset() -> DapDataset {
+    DapDataset {
         name: "d".into(),
         variables: vec![
-            var("lat", &[("lat", 3)], vec![]),
-            var("lon", &[("lon", 4)], vec![]),
-            var("s", &[], vec![]),
-            var("t", &[("lat", 3), ("lon", 4)], vec![0, 1]),
+            float_variable("lat", &[("lat", 3)], vec![]),
+            float_variable("lon", &[("lon", 4)], vec![]),
+            float_variable("s", &[], vec![]),
+            float_variable("t", &[("lat", 3), ("lon", 4)], vec![0, 1]),
         ],
         attributes: serde_json::Value::Null,
-    };
+    }
+}
+
+/// The fuzz property of [`Projection::parse`] (`fuzz/`, and the committed
+/// corpus in the tests): on [`small_dataset`], any query picks known
+/// variables and positions inside each dimension, or is an error.
+pub(crate) fn check_projection(query: &str) {
+    let dataset = small_dataset();
     let Ok(projection) = Projection::parse(Some(query), &dataset) else {
         return;
     };
@@ -399,36 +406,9 @@ pub(crate) fn check_projection(query: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::xdr::DapType;
-    use crate::engine::DataType;
-    use serde_json::Value;
 
-    fn var(name: &str, dims: &[(&str, u64)], maps: Vec<usize>) -> Variable {
-        Variable {
-            name: name.into(),
-            path: name.into(),
-            data_type: DataType::Float32,
-            dap: DapType::Float32,
-            dims: dims.iter().map(|(n, l)| (n.to_string(), *l)).collect(),
-            maps,
-            attributes: Value::Null,
-            v2_fill: Value::Null,
-            node: std::sync::Arc::new(crate::engine::Node::new(name, None, None)),
-        }
-    }
-
-    /// lat[3], lon[4], t[lat][lon] a grid, s a scalar.
     fn dataset() -> DapDataset {
-        DapDataset {
-            name: "d".into(),
-            variables: vec![
-                var("lat", &[("lat", 3)], vec![]),
-                var("lon", &[("lon", 4)], vec![]),
-                var("s", &[], vec![]),
-                var("t", &[("lat", 3), ("lon", 4)], vec![0, 1]),
-            ],
-            attributes: Value::Null,
-        }
+        small_dataset()
     }
 
     fn parse(ce: &str) -> Result<Projection, String> {

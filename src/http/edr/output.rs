@@ -501,25 +501,10 @@ fn for_each_location(extract: &Extract, mut f: impl FnMut(f64, f64, &[Row<'_>]) 
         Shape::Grid {
             grid, window, inside, ..
         } => {
-            let (width, cells) = (window.cols.len(), inside.len());
-            for (k, _) in inside.iter().enumerate().filter(|(_, i)| **i) {
-                let Some((lon, lat)) = grid.centre(window.cols[k % width], window.rows[k / width]).1 else {
-                    continue;
-                };
-                let lon = (lon + 180.0).rem_euclid(360.0) - 180.0;
+            let cells = inside.len();
+            for (k, lon, lat) in inside_cells(grid, window, inside) {
                 rows.clear();
-                for (ti, t) in times.iter().enumerate() {
-                    for (zi, z) in levels.iter().enumerate() {
-                        let at = (ti * levels.len() + zi) * cells + k;
-                        rows.push(Row {
-                            lon,
-                            lat,
-                            t: *t,
-                            z: *z,
-                            at,
-                        });
-                    }
-                }
+                push_steps(&mut rows, (lon, lat), (&times, &levels), |step| step * cells + k);
                 f(lon, lat, &rows)?;
             }
             Ok(())
@@ -531,21 +516,7 @@ fn for_each_location(extract: &Extract, mut f: impl FnMut(f64, f64, &[Row<'_>]) 
             let steps = times.len() * levels.len();
             for_each_group(
                 points,
-                |p, rows| {
-                    let (lon, lat) = points[p];
-                    for (ti, t) in times.iter().enumerate() {
-                        for (zi, z) in levels.iter().enumerate() {
-                            let at = p * steps + ti * levels.len() + zi;
-                            rows.push(Row {
-                                lon,
-                                lat,
-                                t: *t,
-                                z: *z,
-                                at,
-                            });
-                        }
-                    }
-                },
+                |p, rows| push_steps(rows, points[p], (&times, &levels), |step| p * steps + step),
                 &mut f,
             )
         }
@@ -606,33 +577,22 @@ fn for_each_row<'a>(extract: &'a Extract, mut f: impl FnMut(Row<'a>) -> io::Resu
     match &extract.shape {
         Shape::Points { points, .. } => {
             let steps = times.len() * levels.len();
-            for (p, &(lon, lat)) in points.iter().enumerate() {
-                for (ti, t) in times.iter().enumerate() {
-                    for (zi, z) in levels.iter().enumerate() {
-                        let at = p * steps + ti * levels.len() + zi;
-                        f(Row {
-                            lon,
-                            lat,
-                            t: *t,
-                            z: *z,
-                            at,
-                        })?;
-                    }
-                }
+            let mut rows = Vec::with_capacity(steps);
+            for (p, &place) in points.iter().enumerate() {
+                rows.clear();
+                push_steps(&mut rows, place, (&times, &levels), |step| p * steps + step);
+                rows.drain(..).try_for_each(&mut f)?;
             }
         }
         Shape::Grid {
             grid, window, inside, ..
         } => {
-            let (width, cells) = (window.cols.len(), inside.len());
+            let cells = inside.len();
             for (ti, t) in times.iter().enumerate() {
                 for (zi, z) in levels.iter().enumerate() {
-                    for (k, _) in inside.iter().enumerate().filter(|(_, i)| **i) {
-                        let Some((lon, lat)) = grid.centre(window.cols[k % width], window.rows[k / width]).1 else {
-                            continue;
-                        };
-                        let lon = (lon + 180.0).rem_euclid(360.0) - 180.0;
-                        let at = (ti * levels.len() + zi) * cells + k;
+                    let step = ti * levels.len() + zi;
+                    for (k, lon, lat) in inside_cells(grid, window, inside) {
+                        let at = step * cells + k;
                         f(Row {
                             lon,
                             lat,
@@ -657,6 +617,45 @@ fn for_each_row<'a>(extract: &'a Extract, mut f: impl FnMut(Row<'a>) -> io::Resu
         }
     }
     Ok(())
+}
+
+/// The cells of a window inside its region, with their CRS84 centres
+/// (longitudes in −180..180): `(index in the window, lon, lat)`.
+fn inside_cells<'a>(
+    grid: &'a crate::engine::geo::GeoGrid,
+    window: &'a crate::engine::geo::region::CellWindow,
+    inside: &'a [bool],
+) -> impl Iterator<Item = (usize, f64, f64)> + 'a {
+    let width = window.cols.len();
+    inside
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| **i)
+        .filter_map(move |(k, _)| {
+            let (lon, lat) = grid.centre(window.cols[k % width], window.rows[k / width]).1?;
+            Some((k, (lon + 180.0).rem_euclid(360.0) - 180.0, lat))
+        })
+}
+
+/// One row of `place` per step (`[t][z]`), its values at `at(step)`.
+fn push_steps<'a>(
+    rows: &mut Vec<Row<'a>>,
+    (lon, lat): (f64, f64),
+    (times, levels): (&[Option<&'a str>], &[Option<f64>]),
+    at: impl Fn(usize) -> usize,
+) {
+    for (ti, t) in times.iter().enumerate() {
+        for (zi, z) in levels.iter().enumerate() {
+            let at = at(ti * levels.len() + zi);
+            rows.push(Row {
+                lon,
+                lat,
+                t: *t,
+                z: *z,
+                at,
+            });
+        }
+    }
 }
 
 /// The values of every variable, per variable.

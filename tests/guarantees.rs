@@ -116,5 +116,11 @@ async fn every_data_route_waits_for_a_read_slot_then_answers_503() {
         .text()
         .await
         .unwrap();
-    assert!(metrics.contains("overloaded"), "{metrics}");
+    // Every refusal above was counted.
+    let refused: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("zarr_serve_overloaded_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no overloaded counter in {metrics}"));
+    assert_eq!(refused, DATA_ROUTES.len() as u64, "{metrics}");
 }

@@ -124,3 +124,141 @@ async fn every_data_route_waits_for_a_read_slot_then_answers_503() {
         .unwrap_or_else(|| panic!("no overloaded counter in {metrics}"));
     assert_eq!(refused, DATA_ROUTES.len() as u64, "{metrics}");
 }
+
+/// Bytes the server has fetched from the `big` dataset's store so far.
+async fn bytes_fetched(server: &Server) -> u64 {
+    let metrics = client()
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("zarr_serve_store_bytes_total{dataset=\"big\"} "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A server over a 2048² grid with no decoded-chunk cache, so every answer
+/// that reads chunk data fetches it from the store.
+async fn uncached_big_server(dir: &std::path::Path, change: impl FnOnce(&mut zarr_serve::config::Config)) -> Server {
+    common::geo::big_grid(dir, 2048);
+    let mut cfg = config();
+    cfg.datasets
+        .insert("big".into(), common::dataset(dir.to_string_lossy()));
+    cfg.decoded_chunk_cache_bytes = 0;
+    change(&mut cfg);
+    Server::start(cfg).await
+}
+
+/// api.md 4.1 (3, 7): every data route names its answer with a strong ETag
+/// known before reading, answers a matching `If-None-Match` 304 and a HEAD
+/// with GET's headers (`Content-Length` on both, when it is known before
+/// reading), neither fetching any chunk data.
+#[tokio::test]
+async fn every_data_route_answers_304_and_head_without_reading_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = uncached_big_server(dir.path(), |_| {}).await;
+    let mut failures = Vec::new();
+    for (name, path) in DATA_ROUTES {
+        let get = client().get(server.url(path)).send().await.unwrap();
+        assert_eq!(get.status(), 200, "{name}");
+        let Some(etag) = get.headers().get("etag").cloned() else {
+            failures.push(format!("{name}: no ETag"));
+            continue;
+        };
+        let (get_type, get_length) = (
+            get.headers().get("content-type").cloned(),
+            get.headers().get("content-length").cloned(),
+        );
+        let body = get.bytes().await.unwrap();
+        assert!(!body.is_empty(), "{name}");
+        let before = bytes_fetched(&server).await;
+        let again = client()
+            .get(server.url(path))
+            .header("if-none-match", etag.clone())
+            .send()
+            .await
+            .unwrap();
+        let fetched = bytes_fetched(&server).await - before;
+        if again.status() != 304 || fetched != 0 {
+            failures.push(format!(
+                "{name}: If-None-Match answered {} after fetching {fetched} bytes",
+                again.status()
+            ));
+        }
+        let before = bytes_fetched(&server).await;
+        let head = client().head(server.url(path)).send().await.unwrap();
+        let fetched = bytes_fetched(&server).await - before;
+        let same = head.status() == 200
+            && head.headers().get("etag") == Some(&etag)
+            && head.headers().get("content-type") == get_type.as_ref()
+            && head.headers().get("content-length") == get_length.as_ref();
+        if !same || fetched != 0 {
+            failures.push(format!(
+                "{name}: HEAD answered {} {:?} after fetching {fetched} bytes (GET: {etag:?} {get_type:?} {get_length:?})",
+                head.status(),
+                head.headers()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// api.md 4.1 (1): an answer above `max_response_bytes` (or, for pictures of
+/// maps, chunk bytes above `tile_read_limit_bytes`) is 413 before any chunk
+/// data is fetched, on every data route.
+#[tokio::test]
+async fn every_data_route_refuses_a_large_answer_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = uncached_big_server(dir.path(), |cfg| {
+        cfg.max_response_bytes = 200_000;
+        cfg.tile_read_limit_bytes = 200_000;
+    })
+    .await;
+    // Each asks for more than 200 kB decoded (a chunk is 256 KiB).
+    let large: [(&str, &str); 9] = [
+        ("region read", "/v1/datasets/big/data/tas?select=0:512,0:512"),
+        (
+            "region read as JSON",
+            "/v1/datasets/big/data/tas?select=0:512,0:512&format=json",
+        ),
+        ("passthrough chunk", "/v1/datasets/big/zarr/tas/c/0/0"),
+        ("v2 view chunk", "/v1/datasets/big/v2/tas/0.0"),
+        ("tile", "/v1/datasets/big/tiles/WebMercatorQuad/0/0/0?variable=tas"),
+        (
+            "WMS GetMap",
+            "/v1/datasets/big/wms?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetMap&LAYERS=tas&STYLES=&FORMAT=image/png\
+             &CRS=CRS:84&BBOX=-180,-90,180,90&WIDTH=16&HEIGHT=8&COLORSCALERANGE=0,1",
+        ),
+        ("DAP2 .dods", "/v1/datasets/big/dap.dods?tas[0:511][0:511]"),
+        ("DAP2 .ascii", "/v1/datasets/big/dap.ascii?tas[0:511][0:511]"),
+        (
+            "EDR cube",
+            "/v1/datasets/big/edr/collections/big/cube?bbox=-180,-90,180,90",
+        ),
+    ];
+    // Metadata and coordinates are read and cached first (a small EDR
+    // query): only the variable's chunk bytes are counted below.
+    let warm = client()
+        .get(server.url("/v1/datasets/big/edr/collections/big/position?coords=POINT(0%200)"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(warm.status(), 200);
+    let mut failures = Vec::new();
+    for (name, path) in large {
+        let before = bytes_fetched(&server).await;
+        let resp = client().get(server.url(path)).send().await.unwrap();
+        let fetched = bytes_fetched(&server).await - before;
+        let status = resp.status();
+        let body = resp.text().await.unwrap();
+        if status != 413 || fetched != 0 {
+            failures.push(format!("{name}: {status} after fetching {fetched} bytes: {body:.200}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -48,4 +48,4 @@ pub use read::geo::{CellRead, GeoVariable, Raster, RasterPlacement};
 pub use read::hierarchy::{Child, Dataset};
 pub use read::resources::{ResourceOptions, Resources};
 pub use read::{ReadQuery, Versions};
-pub use view::v2::{Listing, ViewValue};
+pub use view::v2::{Listing, ViewChunk, ViewValue};

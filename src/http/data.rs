@@ -1,27 +1,26 @@
 //! Region reads: `GET|HEAD /v1/datasets/{ds}/data/{path}?select=&format=`.
 //!
-//! Small results are read whole, then answered with an ETag computed from
-//! the versions of every key read. Results of several slabs are streamed:
-//! the versions are gathered first (shard indexes, or HEADs of chunks), the
-//! headers sent, then slab after slab is read pinned to those versions with
-//! one slab read ahead. An error after the headers aborts the connection
-//! short of `Content-Length`.
+//! The answer is described to the response pipeline ([`respond`]: size,
+//! versions, ETag, 304, HEAD), then read pinned to the versions its ETag
+//! names: whole when it is one slab (or a reduction or picture), else
+//! streamed slab after slab with one slab read ahead. An error after the
+//! headers aborts the connection short of `Content-Length`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::StreamExt;
 
-use super::conditional::{if_none_match, strong_etag};
 use super::encoders::{encoder_for, EncoderRequest};
 use super::format::Format;
 use super::problem::ApiError;
 use super::query::Query;
+use super::respond::{self, Checked};
 use super::AppState;
 use crate::encode::json::ResultLabels;
 use crate::encode::png::png_picture;
@@ -105,7 +104,7 @@ async fn region(
         _ => plan,
     };
     let streamed =
-        reduction.is_none() && render.is_none() && plan.slab_count() > 1 && !answer.data_type.is_text_or_bytes();
+        reduction.is_none() && render.is_none() && respond::streams([&plan]) && !answer.data_type.is_text_or_bytes();
     // Checked (400) before any of the result's data is read.
     let encoder = match render {
         Some(_) => None,
@@ -120,69 +119,68 @@ async fn region(
             Some(encoder_for(format, &request).await?)
         }
     };
-    let (payload, length, versions) = match (streamed, encoder) {
+    let computed = format!("{}|{}", query.reduce.key(), query.render.key());
+    // Known before reading for fixed-size elements (binary, npy, NetCDF).
+    let length = match answer.data_type.is_text_or_bytes() {
+        true => None,
+        false => encoder.as_ref().and_then(|e| e.length()),
+    };
+    let described = respond::Answer::new(state, dataset, "region", format.media_type())
+        .key(plan.selection_key())
+        .key(&computed)
+        .key(format.name())
+        .plan(&plan)
+        .bytes(requested)
+        .length(length)
+        .header(
+            HeaderName::from_static("zarr-shape"),
+            answer.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+        )
+        .header(HeaderName::from_static("zarr-data-type"), answer.data_type.name())
+        // Without `format=`, the `Accept` header picks the representation.
+        .header(header::VARY, HeaderValue::from_static("accept"));
+    let ready = match described.check(method, headers).await? {
+        Checked::Answered(response) => return Ok(uncompressed(response, format, length, state)),
+        Checked::Read(ready) => ready,
+    };
+    let response = match (streamed, encoder) {
         (true, Some(encoder)) => {
-            let versions = dataset.read_versions(&plan).await?;
-            (Payload::Stream(encoder.clone()), encoder.length(), versions)
+            let pinned = (plan, ready.versions().clone());
+            let body = stream(state.metrics.clone(), Dataset::clone(dataset), pinned, encoder);
+            ready.stream(body)
         }
         (_, encoder) => {
-            let (data, versions) = match &reduction {
-                Some(r) => {
-                    let versions = dataset.read_versions(&plan).await?;
-                    (dataset.read_reduced(&plan, r, versions.clone()).await?, versions)
-                }
-                None => dataset.read_all(&plan).await?,
+            let pinned = Some(ready.versions());
+            let data = match &reduction {
+                Some(r) => dataset.read_reduced(&plan, r, ready.versions().clone()).await?,
+                None => dataset.read_pinned(&plan, pinned).await?.0,
             };
             let body = match (&render, encoder) {
                 (Some(render), _) => draw(render.clone(), &answer, data).await?,
                 (None, Some(encoder)) => encode_whole(encoder, data)
                     .await
-                    .map_err(|reason| Error::corrupt(plan.node().path.clone(), reason))?,
+                    .map_err(|e| Error::corrupt(plan.node().path.clone(), e))?,
                 (None, None) => unreachable!("a picture or an encoder"),
             };
-            let length = body.len() as u64;
-            (Payload::Whole(body), Some(length), versions)
+            ready.whole(body)
         }
     };
-    let computed = format!("{}|{}", query.reduce.key(), query.render.key());
-    let etag = etag_for(dataset, &plan, &computed, format, &versions);
-    let response = Response::builder()
-        .header(header::ETAG, &etag)
-        .header(
-            "zarr-shape",
-            answer.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
-        )
-        .header("zarr-data-type", answer.data_type.name())
-        // Without `format=`, the `Accept` header picks the representation.
-        .header(header::VARY, HeaderValue::from_static("accept"));
-    if if_none_match(headers, &etag) {
-        return Ok(response
-            .status(StatusCode::NOT_MODIFIED)
-            .body(Body::empty())
-            .expect("valid response"));
-    }
-    let mut response = response.header(header::CONTENT_TYPE, HeaderValue::from_static(format.media_type()));
-    if let Some(length) = length {
-        response = response.header(header::CONTENT_LENGTH, length);
-    }
+    let length = response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    Ok(uncompressed(response, format, length, state))
+}
+
+/// Compressing numbers on the fly is several times slower than sending
+/// them: large binary answers go uncompressed (see `compress_max_bytes`).
+fn uncompressed(mut response: Response, format: Format, length: Option<u64>, state: &AppState) -> Response {
     if matches!(format, Format::Binary | Format::Npy | Format::NetCdf | Format::GeoTiff)
         && length.unwrap_or(0) > state.compress_max_bytes
     {
-        // Compressing numbers on the fly is several times slower than
-        // sending them; see `compress_max_bytes`.
-        response = response.extension(super::Uncompressed);
+        response.extensions_mut().insert(super::Uncompressed);
     }
-    let body = match payload {
-        _ if method == Method::HEAD => Body::empty(),
-        Payload::Whole(bytes) => Body::from(bytes),
-        Payload::Stream(encoder) => stream(
-            state.metrics.clone(),
-            Dataset::clone(dataset),
-            (plan, versions),
-            encoder,
-        ),
-    };
-    Ok(response.body(body).expect("valid response"))
+    response
 }
 
 /// What the answer holds: the read's result, or its reduction.
@@ -286,18 +284,9 @@ async fn draw(render: Render, answer: &Answer, data: Bytes) -> Result<Bytes, Api
     Ok(Bytes::from(png))
 }
 
-/// A response body: in memory, or streamed by its encoder.
-enum Payload {
-    Whole(Bytes),
-    Stream(Arc<dyn Encoder>),
-}
-
-/// Results larger than this are encoded off the async workers.
-const INLINE_ENCODE_BYTES: usize = 1 << 20;
-
 /// A result read whole, encoded (text formats off the async workers when large).
 async fn encode_whole(encoder: Arc<dyn Encoder>, data: Bytes) -> Result<Bytes, String> {
-    if encoder.piece_elements().is_none() || data.len() <= INLINE_ENCODE_BYTES {
+    if encoder.piece_elements().is_none() || data.len() <= respond::INLINE_ENCODE_BYTES {
         return encoder.whole(data);
     }
     tokio::task::spawn_blocking(move || encoder.whole(data))
@@ -400,23 +389,4 @@ async fn send_encoded(
         }
     }
     true
-}
-
-/// A strong ETag naming the representation: dataset, node metadata
-/// version, selection, reduction, format, and the version of every key read.
-fn etag_for(dataset: &Dataset, plan: &ReadPlan, reduction: &str, format: Format, versions: &Versions) -> String {
-    let selection = format!("{}|{reduction}", plan.selection_key());
-    let node = plan.node();
-    let mut parts: Vec<&[u8]> = vec![
-        dataset.scope.as_bytes(),
-        node.path.as_bytes(),
-        node.etag.as_deref().unwrap_or("").as_bytes(),
-        selection.as_bytes(),
-        format.name().as_bytes(),
-    ];
-    for (key, version) in versions {
-        parts.push(key.as_bytes());
-        parts.push(version.as_deref().unwrap_or("-").as_bytes());
-    }
-    strong_etag(&parts)
 }

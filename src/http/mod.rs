@@ -13,6 +13,7 @@ mod ops;
 mod passthrough;
 mod problem;
 mod query;
+mod respond;
 mod stall;
 mod tiles;
 mod view;

@@ -73,32 +73,30 @@ pub(super) async fn get(
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
         .and_then(parse_range);
-    let conditional = headers.contains_key(header::IF_NONE_MATCH);
-    // HEAD, conditional and ranged requests need the object's metadata first.
-    let info = if method == Method::HEAD || conditional || range.is_some() {
-        Some(store.head(&key).await?.ok_or_else(not_found)?)
-    } else {
-        None
-    };
-    if let Some(info) = &info {
-        if info
-            .etag
-            .as_deref()
-            .is_some_and(|e| if_none_match(&headers, &quoted(e)))
-        {
-            let response = base_headers(Response::builder(), info, &key).status(StatusCode::NOT_MODIFIED);
-            return Ok(response.body(Body::empty()).expect("valid response"));
-        }
+    // The object's size and version first (api.md 4.1): 304 and 413 before
+    // its bytes are fetched, and the read pinned to the version tagged.
+    let info = store.head(&key).await?.ok_or_else(not_found)?;
+    if info
+        .etag
+        .as_deref()
+        .is_some_and(|e| if_none_match(&headers, &quoted(e)))
+    {
+        let response = base_headers(Response::builder(), &info, &key).status(StatusCode::NOT_MODIFIED);
+        return Ok(response.body(Body::empty()).expect("valid response"));
     }
-    let byte_range = match (&range, &info) {
-        (Some(Err(())), Some(info)) => return Err(ApiError::RangeNotSatisfiable { size: info.size }),
-        (Some(Ok(spec)), Some(info)) => {
-            Some(resolve(spec, info.size).ok_or(ApiError::RangeNotSatisfiable { size: info.size })?)
-        }
-        _ => None,
+    let byte_range = match &range {
+        Some(Err(())) => return Err(ApiError::RangeNotSatisfiable { size: info.size }),
+        Some(Ok(spec)) => Some(resolve(spec, info.size).ok_or(ApiError::RangeNotSatisfiable { size: info.size })?),
+        None => None,
     };
+    let size = byte_range.as_ref().map_or(info.size, |r| r.end - r.start);
+    if size > state.max_response_bytes {
+        return Err(ApiError::TooLarge {
+            requested: size,
+            limit: state.max_response_bytes,
+        });
+    }
     if method == Method::HEAD {
-        let info = info.expect("HEAD read the metadata");
         let (status, length) = match &byte_range {
             Some(r) => (StatusCode::PARTIAL_CONTENT, r.end - r.start),
             None => (StatusCode::OK, info.size),
@@ -114,19 +112,12 @@ pub(super) async fn get(
         }
         return Ok(response.body(Body::empty()).expect("valid response"));
     }
-    let if_match = info.as_ref().and_then(|i| i.etag.clone());
     let request_range = byte_range.clone().map_or(ByteRange::All, ByteRange::Bounded);
     let read = store
-        .get(&key, request_range, if_match.as_deref())
+        .get(&key, request_range, info.etag.as_deref())
         .await?
         .ok_or_else(not_found)?;
     let size = read.data.len() as u64;
-    if size > state.max_response_bytes {
-        return Err(ApiError::TooLarge {
-            requested: size,
-            limit: state.max_response_bytes,
-        });
-    }
     let mut response = base_headers(Response::builder(), &read.info, &key).header(header::CONTENT_LENGTH, size);
     if byte_range.is_some() {
         response = response.status(StatusCode::PARTIAL_CONTENT).header(

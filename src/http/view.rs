@@ -15,6 +15,7 @@ use serde_json::json;
 use super::conditional::{respond, strong_etag};
 use super::format::accept_items;
 use super::problem::ApiError;
+use super::respond::{Answer, Checked};
 use super::AppState;
 use crate::encode::xml::escape;
 use crate::engine::{Listing, ViewValue};
@@ -53,37 +54,25 @@ pub(super) async fn v2_get(
         return Ok(listing_response(&listing, &base, &method, &headers));
     }
     validate_key(&key).map_err(ApiError::BadRequest)?;
-    let (body, content_type, etag) = match dataset.v2_view_get(&key).await? {
+    let chunk = match dataset.v2_view_get(&key).await? {
         ViewValue::Metadata(doc) => {
             let body = Bytes::from(doc.to_string());
             let etag = strong_etag(&[&body]);
-            (body, "application/json", etag)
+            return Ok(respond(body, "application/json", &etag, &method, &headers));
         }
-        ViewValue::Chunk {
-            data,
-            versions,
-            node_version,
-        } => {
-            if data.len() as u64 > state.max_response_bytes {
-                return Err(ApiError::TooLarge {
-                    requested: data.len() as u64,
-                    limit: state.max_response_bytes,
-                });
-            }
-            let mut parts: Vec<&[u8]> = vec![
-                dataset.scope.as_bytes(),
-                key.as_bytes(),
-                node_version.as_deref().unwrap_or("").as_bytes(),
-            ];
-            for (k, v) in &versions {
-                parts.push(k.as_bytes());
-                parts.push(v.as_deref().unwrap_or("-").as_bytes());
-            }
-            let etag = strong_etag(&parts);
-            (data, "application/octet-stream", etag)
-        }
+        ViewValue::Chunk(chunk) => chunk,
     };
-    Ok(respond(body, content_type, &etag, &method, &headers))
+    let described = Answer::new(&state, dataset, "v2-view", "application/octet-stream")
+        .key(&key)
+        .plan(&chunk.plan)
+        .bytes(chunk.bytes());
+    match described.check(&method, &headers).await? {
+        Checked::Answered(response) => Ok(response),
+        Checked::Read(ready) => {
+            let data = dataset.read_view_chunk(&chunk, Some(ready.versions())).await?;
+            Ok(ready.whole(data))
+        }
+    }
 }
 
 /// `/v1/datasets/{ds}/zarr/`: the passthrough's root listing.

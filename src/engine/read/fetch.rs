@@ -61,8 +61,9 @@ pub(super) struct Fetched {
 impl Dataset {
     /// An unsharded chunk: read whole. A chunk `keep` marks (one of a
     /// small read's, [`super::slab`]) comes from the decoded-chunk cache
-    /// when the store still has the version it was decoded from (a `head`:
-    /// a stat on local disks), and is kept there once decoded.
+    /// when the store still has the version it was decoded from (the
+    /// version the read is pinned to, else a `head`: a stat on local
+    /// disks), and is kept there once decoded.
     pub(super) async fn fetch_chunk(
         &self,
         plan: &ReadPlan,
@@ -83,17 +84,21 @@ impl Dataset {
                 cache_as,
             }],
         };
-        let cache_key = if keep && pin.is_none() {
-            match self.store.head(&key).await? {
+        let cache_key = match (&pin, keep) {
+            (_, false) => None,
+            // Pinned to a version: the cache holds that one or none (no
+            // version pins to absent, or to a store without ETags: read).
+            (Some(version), true) => version
+                .clone()
+                .map(|etag| (self.scope.clone(), key.clone(), WHOLE_CHUNK, etag)),
+            (None, true) => match self.store.head(&key).await? {
                 // Never written: the fill value, without asking again.
                 None => return Ok(one(key, None, Source::Fill, None)),
                 // No version (a store without ETags): nothing to key by.
                 Some(info) => info
                     .etag
                     .map(|etag| (self.scope.clone(), key.clone(), WHOLE_CHUNK, etag)),
-            }
-        } else {
-            None
+            },
         };
         if let Some(cache_key) = &cache_key {
             let caches = &self.resources.caches;

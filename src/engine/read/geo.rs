@@ -233,8 +233,14 @@ impl Dataset {
 
     /// The values `sampling` picks for a raster of its pixels, read by
     /// `plan` ([`Dataset::plan_raster`]).
-    pub async fn read_raster(&self, var: &GeoVariable, sampling: &Sampling, plan: &ReadPlan) -> Result<Raster> {
-        let (data, versions) = self.read_all(plan).await?;
+    pub async fn read_raster(
+        &self,
+        var: &GeoVariable,
+        sampling: &Sampling,
+        plan: &ReadPlan,
+        pinned: Option<&Versions>,
+    ) -> Result<Raster> {
+        let (data, versions) = self.read_pinned(plan, pinned).await?;
         let cells = real_values(plan.data_type(), &data)?;
         // The result is [rows, cols] in the array's dimension order.
         let pixels = sampling.cell_indices(var.grid.y_dim < var.grid.x_dim);
@@ -456,8 +462,13 @@ impl Dataset {
 
     /// The values a plan of [`Dataset::plan_cells`] reads, ordered T, Z,
     /// Y, X (those the variable has), NaN where missing.
-    pub async fn read_cells(&self, var: &GeoVariable, plan: &ReadPlan) -> Result<(Vec<f64>, Versions)> {
-        let (data, versions) = self.read_all(plan).await?;
+    pub async fn read_cells(
+        &self,
+        var: &GeoVariable,
+        plan: &ReadPlan,
+        pinned: Option<&Versions>,
+    ) -> Result<(Vec<f64>, Versions)> {
+        let (data, versions) = self.read_pinned(plan, pinned).await?;
         let values = real_values(plan.data_type(), &data)?;
         drop(data);
         let shape = plan.output_shape();

@@ -95,13 +95,22 @@ impl Dataset {
 
     /// Read the whole region into memory.
     pub async fn read_all(&self, plan: &ReadPlan) -> Result<(Bytes, Versions)> {
+        self.read_pinned(plan, None).await
+    }
+
+    /// Read the whole region into memory; with `pinned` (from
+    /// [`Dataset::read_versions`]), every key must still have that version
+    /// (else [`crate::storage::StoreError::Changed`]).
+    pub async fn read_pinned(&self, plan: &ReadPlan, pinned: Option<&Versions>) -> Result<(Bytes, Versions)> {
         if plan.slab_count() == 1 {
-            return self.read_slab(plan, 0, None, self.resources.ticket(), None).await;
+            return self.read_slab(plan, 0, pinned, self.resources.ticket(), None).await;
         }
         let mut out = Vec::with_capacity(plan.output_bytes() as usize);
         let mut versions = Versions::new();
         for slab in 0..plan.slab_count() {
-            let (data, v) = self.read_slab(plan, slab, None, self.resources.ticket(), None).await?;
+            let (data, v) = self
+                .read_slab(plan, slab, pinned, self.resources.ticket(), None)
+                .await?;
             out.extend_from_slice(&data);
             versions.extend(v);
         }
@@ -110,19 +119,25 @@ impl Dataset {
 
     /// The versions of every key the read will use, without reading chunk
     /// data (shard indexes are read; unsharded chunks get a HEAD).
-    pub(crate) async fn read_versions(&self, plan: &ReadPlan) -> Result<Versions> {
+    pub async fn read_versions(&self, plan: &ReadPlan) -> Result<Versions> {
+        self.read_versions_of(&[plan]).await
+    }
+
+    /// [`Dataset::read_versions`] of several reads, each key asked once.
+    pub async fn read_versions_of(&self, plans: &[&ReadPlan]) -> Result<Versions> {
         let mut keys = Vec::new();
-        for slab in 0..plan.slab_count() {
-            for unit in plan.units(slab) {
-                keys.push((self.chunk_key(plan, &unit.coords), unit.coords));
+        for (i, plan) in plans.iter().enumerate() {
+            for slab in 0..plan.slab_count() {
+                for unit in plan.units(slab) {
+                    keys.push((self.chunk_key(plan, &unit.coords), unit.coords, i));
+                }
             }
         }
-        keys.sort();
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
         keys.dedup_by(|a, b| a.0 == b.0);
-        let meta = plan.meta();
         let versions = futures::stream::iter(keys)
-            .map(|(key, coords)| async move {
-                let version = match meta.codecs_at(&coords).partial_sharding() {
+            .map(|(key, coords, i)| async move {
+                let version = match plans[i].meta().codecs_at(&coords).partial_sharding() {
                     Some(codec) => self.shard_version(&key, codec).await?,
                     None => self.store.head(&key).await?.and_then(|i| i.etag),
                 };

@@ -23,6 +23,7 @@ use crate::engine::format::values::is_real;
 use crate::engine::format::vlen::{encode_item, Gather, FILL_HANDLE};
 use crate::engine::query::cf::attribute_number;
 use crate::engine::query::node::Node;
+use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::Selection;
 use crate::engine::read::hierarchy::Dataset;
 use crate::engine::read::Versions;
@@ -36,15 +37,27 @@ const MAX_LISTED_CHUNKS: u64 = 10_000;
 pub enum ViewValue {
     /// `.zgroup`, `.zattrs`, `.zarray` or `.zmetadata`.
     Metadata(Value),
-    /// A chunk's bytes, with the versions of every store key read for it.
-    Chunk {
-        /// The decoded chunk, padded to the full chunk shape.
-        data: Bytes,
-        /// The store versions the chunk was read from.
-        versions: Versions,
-        /// The version of the array's metadata.
-        node_version: Option<String>,
-    },
+    /// A chunk, planned: read it with [`Dataset::read_view_chunk`].
+    Chunk(ViewChunk),
+}
+
+/// A chunk of the view: the read of its part of the array, and how it is
+/// padded to the full chunk shape (as v2 stores edge chunks).
+#[derive(Debug)]
+pub struct ViewChunk {
+    /// The read of the chunk's elements inside the array.
+    pub plan: ReadPlan,
+    /// The full chunk shape, and the shape inside the array.
+    chunk: Vec<u64>,
+    clipped: Vec<u64>,
+}
+
+impl ViewChunk {
+    /// The chunk's decoded size: elements times element size (8 a
+    /// variable-length element).
+    pub fn bytes(&self) -> u64 {
+        self.chunk.iter().product::<u64>() * self.plan.meta().data_type.size() as u64
+    }
 }
 
 /// What lies directly under a prefix: sub-prefixes and keys, sorted.
@@ -200,20 +213,14 @@ impl Dataset {
             ("array", chunk) => {
                 let meta = view_array(&node).ok_or_else(|| not_found(self, key))?;
                 let coords = chunk_coords(chunk, &read_grid(meta)).ok_or_else(|| not_found(self, key))?;
-                let (data, versions) = self.view_chunk(path, meta, &coords).await?;
-                Ok(ViewValue::Chunk {
-                    data,
-                    versions,
-                    node_version: node.etag.clone(),
-                })
+                Ok(ViewValue::Chunk(self.plan_view_chunk(path, meta, &coords).await?))
             }
             _ => Err(not_found(self, key)),
         }
     }
 
-    /// The decoded chunk at `coords` of the read-chunk grid, padded to the
-    /// full chunk shape (as v2 stores edge chunks).
-    async fn view_chunk(&self, path: &str, meta: &ArrayMetadata, coords: &[u64]) -> Result<(Bytes, Versions)> {
+    /// The chunk at `coords` of the read-chunk grid.
+    async fn plan_view_chunk(&self, path: &str, meta: &ArrayMetadata, coords: &[u64]) -> Result<ViewChunk> {
         let chunk = meta.codecs.read_chunk_shape();
         let ranges: Vec<(u64, u64)> = coords
             .iter()
@@ -222,21 +229,27 @@ impl Dataset {
             .map(|((c, n), s)| (c * n, ((c + 1) * n).min(*s)))
             .collect();
         let plan = self.plan_read(path, &Selection::of_ranges(&ranges)).await?;
-        let (data, versions) = self.read_all(&plan).await?;
-        let clipped: Vec<u64> = ranges.iter().map(|(a, b)| b - a).collect();
-        let count = chunk.iter().product::<u64>();
-        let data = if clipped == chunk {
-            data
-        } else {
-            pad(meta.data_type, data, &clipped, &chunk)?
+        let clipped = ranges.iter().map(|(a, b)| b - a).collect();
+        Ok(ViewChunk { plan, chunk, clipped })
+    }
+
+    /// The decoded chunk, padded to the full chunk shape; with `pinned`,
+    /// read at those versions.
+    pub async fn read_view_chunk(&self, chunk: &ViewChunk, pinned: Option<&Versions>) -> Result<Bytes> {
+        let (data, _) = self.read_pinned(&chunk.plan, pinned).await?;
+        let data_type = chunk.plan.meta().data_type;
+        let data = match chunk.clipped == chunk.chunk {
+            true => data,
+            false => pad(data_type, data, &chunk.clipped, &chunk.chunk)?,
         };
-        if !meta.data_type.is_variable() {
-            return Ok((data, versions));
+        if !data_type.is_variable() {
+            return Ok(data);
         }
         // The vlen-utf8/vlen-bytes encoding: the count, then the elements.
+        let count = chunk.chunk.iter().product::<u64>();
         let mut encoded = (count as u32).to_le_bytes().to_vec();
         encoded.extend_from_slice(&data);
-        Ok((Bytes::from(encoded), versions))
+        Ok(Bytes::from(encoded))
     }
 
     /// `.zmetadata`: every group's and representable array's documents.

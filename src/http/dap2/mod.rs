@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -33,8 +33,9 @@ use futures::StreamExt;
 
 use self::constraint::{Leaf, Projection};
 use self::model::{DapDataset, Variable};
-use super::conditional::{if_none_match, strong_etag};
+use super::conditional::strong_etag;
 use super::problem::ApiError;
+use super::respond::{self as pipeline, Checked};
 use super::AppState;
 use crate::buffer_pool::BufferPool;
 use crate::encode::xdr;
@@ -43,13 +44,6 @@ use crate::metrics::Metrics;
 
 /// The answers a DAP2 dataset gives, by URL suffix.
 const SUFFIXES: &str = ".dds, .das, .dods, .ascii (or .asc)";
-
-/// Reads up to this many decoded bytes are answered from memory; larger
-/// ones stream slab by slab.
-const IN_MEMORY_BYTES: u64 = 8 << 20;
-
-/// Slabs larger than this are encoded off the async workers.
-const INLINE_ENCODE_BYTES: usize = 1 << 20;
 
 /// The DAP2 routes. Text answers compress on request; `.dods` bodies
 /// larger than `compress_max_bytes` are sent as they are.
@@ -224,143 +218,99 @@ impl Request<'_> {
     /// into text as it comes.
     async fn ascii(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
         let reads = Reads::plan(dataset, dap, projection, false).await?;
-        reads.check_limit(self.state.max_response_bytes)?;
-        let mut each = Vec::with_capacity(reads.0.len());
-        for read in &reads.0 {
-            each.push(dataset.read_versions(&read.plan).await?);
-        }
-        let all: Versions = each.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
         let dds = text::dds(dap, projection);
-        let etag = self.etag(dataset, b"ascii", (&projection.key(dap), &dds), &reads, &all);
-        let response = Response::builder().header(header::ETAG, &etag);
-        if if_none_match(&self.headers, &etag) {
-            return Ok(response
-                .status(StatusCode::NOT_MODIFIED)
-                .body(Body::empty())
-                .expect("valid response"));
-        }
-        let response = response.header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
-        if self.method == Method::HEAD {
-            return Ok(response.body(Body::empty()).expect("valid response"));
-        }
+        let described = self.describe(
+            dataset,
+            "text/plain; charset=utf-8",
+            (projection.key(dap), &dds),
+            &reads,
+        );
+        let ready = match described.check(&self.method, &self.headers).await? {
+            Checked::Answered(response) => return Ok(response),
+            Checked::Read(ready) => ready,
+        };
         let arrays: Vec<Streamed> = text::ascii_names(dap, projection)
             .into_iter()
             .zip(projection.members.iter().flat_map(|m| m.leaves()))
-            .zip(reads.0.into_iter().zip(each))
-            .map(|((name, leaf), (read, versions))| {
+            .zip(reads.0)
+            .map(|((name, leaf), read)| {
                 let (rows, heading) = text::AsciiRows::new(&name, read.plan.output_shape());
                 let var = Arc::new(dap.variables[leaf.var].clone());
                 let writer = Writer::Ascii { var, rows, heading };
+                let versions = ready.versions().clone();
                 Streamed { read, versions, writer }
             })
             .collect();
         let header = Bytes::from(format!("{dds}{}", text::ASCII_RULE));
         let body = stream(self.state.metrics.clone(), dataset.clone(), header, arrays);
-        Ok(response.body(body).expect("valid response"))
+        Ok(ready.stream(body))
     }
 
     /// `.dods`: the constrained DDS, `Data:`, then each array in XDR, from
     /// memory for small reads, else streamed slab by slab.
     async fn dods(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
         let reads = Reads::plan(dataset, dap, projection, true).await?;
-        let xdr_bytes = reads.check_limit(self.state.max_response_bytes)?;
         let dds = text::dds(dap, projection);
         let header = format!("{dds}Data:\n").into_bytes();
-        let in_memory = reads.decoded_bytes() <= IN_MEMORY_BYTES;
-        let (payload, versions) = match in_memory {
-            true => {
-                let (data, versions) = reads.read_all(dataset).await?;
+        let xdr = reads.xdr_bytes();
+        let length = xdr.exact.then_some(header.len() as u64 + xdr.bytes);
+        let described = self
+            .describe(dataset, "application/octet-stream", (projection.key(dap), &dds), &reads)
+            .length(length);
+        let response = match described.check(&self.method, &self.headers).await? {
+            Checked::Answered(response) => response,
+            Checked::Read(ready) if !pipeline::streams(reads.0.iter().map(|r| &r.plan)) => {
+                let pinned = ready.versions();
                 let mut body = header;
-                for (read, data) in reads.0.iter().zip(&data) {
-                    read.encode_whole(data, &mut body).map_err(|e| self.corrupt(e))?;
-                }
-                (Payload::Whole(Bytes::from(body)), versions)
-            }
-            false => {
-                let mut each = Vec::with_capacity(reads.0.len());
                 for read in &reads.0 {
-                    each.push(dataset.read_versions(&read.plan).await?);
+                    let (data, _) = dataset.read_pinned(&read.plan, Some(pinned)).await?;
+                    read.encode_whole(&data, &mut body).map_err(|e| self.corrupt(e))?;
                 }
-                let all = each.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
-                (Payload::Stream(header, each), all)
+                ready.whole(Bytes::from(body))
             }
-        };
-        let etag = self.etag(dataset, b"dods", (&projection.key(dap), &dds), &reads, &versions);
-        let response = Response::builder()
-            .header(header::ETAG, &etag)
-            .header(header::CONTENT_TYPE, "application/octet-stream");
-        if if_none_match(&self.headers, &etag) {
-            return Ok(response
-                .status(StatusCode::NOT_MODIFIED)
-                .body(Body::empty())
-                .expect("valid response"));
-        }
-        let length = match &payload {
-            Payload::Whole(body) => Some(body.len() as u64),
-            Payload::Stream(header, _) => xdr_bytes.exact.then_some(header.len() as u64 + xdr_bytes.bytes),
-        };
-        let mut response = response;
-        if let Some(length) = length {
-            response = response.header(header::CONTENT_LENGTH, length);
-        }
-        if length.is_none_or(|n| n > self.state.compress_max_bytes) {
-            response = response.extension(super::Uncompressed);
-        }
-        let body = match payload {
-            _ if self.method == Method::HEAD => Body::empty(),
-            Payload::Whole(body) => Body::from(body),
-            Payload::Stream(header, each) => {
+            Checked::Read(ready) => {
                 let pool = dataset.resources().buffers();
                 let arrays = reads
                     .0
                     .into_iter()
-                    .zip(each)
-                    .map(|(read, versions)| Streamed {
+                    .map(|read| Streamed {
                         read,
-                        versions,
+                        versions: ready.versions().clone(),
                         writer: Writer::Xdr(pool.clone()),
                     })
                     .collect();
-                stream(self.state.metrics.clone(), dataset.clone(), Bytes::from(header), arrays)
+                let body = stream(self.state.metrics.clone(), dataset.clone(), Bytes::from(header), arrays);
+                ready.stream(body)
             }
         };
-        Ok(response.body(body).expect("valid response"))
+        let mut response = response;
+        if length.is_none_or(|n| n > self.state.compress_max_bytes) {
+            response.extensions_mut().insert(super::Uncompressed);
+        }
+        Ok(response)
     }
 
-    /// A strong ETag naming the dataset, group, projection (its `key` and
-    /// its DDS, whose dimension names depend on the group's other arrays),
-    /// each array's metadata version and the version of every key read.
-    fn etag(
-        &self,
-        dataset: &Dataset,
-        kind: &[u8],
-        (key, dds): (&str, &str),
-        reads: &Reads,
-        versions: &Versions,
-    ) -> String {
-        let mut parts: Vec<&[u8]> = vec![
-            dataset.scope.as_bytes(),
-            self.group.as_bytes(),
-            kind,
-            key.as_bytes(),
-            dds.as_bytes(),
-        ];
+    /// The answer described to the response pipeline: named by the
+    /// dataset, group, answer, projection (its `key` and its DDS, whose
+    /// dimension names depend on the group's other arrays) and each
+    /// array's read; its size the XDR body's (413 above the limit).
+    fn describe<'a>(
+        &'a self,
+        dataset: &'a Dataset,
+        content_type: &str,
+        (key, dds): (String, &str),
+        reads: &'a Reads,
+    ) -> pipeline::Answer<'a> {
+        let mut described = pipeline::Answer::new(self.state, dataset, self.answer.description(), content_type)
+            .key(&self.group)
+            .key(key)
+            .key(dds)
+            .bytes(reads.xdr_bytes().bytes);
         for read in &reads.0 {
-            parts.push(read.plan.node().etag.as_deref().unwrap_or("").as_bytes());
+            described = described.plan(&read.plan);
         }
-        for (key, version) in versions {
-            parts.push(key.as_bytes());
-            parts.push(version.as_deref().unwrap_or("-").as_bytes());
-        }
-        strong_etag(&parts)
+        described
     }
-}
-
-/// A `.dods` body: in memory, or its header then the arrays streamed
-/// (each pinned to the versions of its keys).
-enum Payload {
-    Whole(Bytes),
-    Stream(Vec<u8>, Vec<Versions>),
 }
 
 /// The XDR body's size: exact, or (with strings) its estimate.
@@ -442,9 +392,9 @@ impl Reads {
         })
     }
 
-    /// The XDR body's size; 413 when it exceeds `limit` (strings counted
-    /// at 8 bytes an element, the size of their handles in a read).
-    fn check_limit(&self, limit: u64) -> Result<XdrBytes, ApiError> {
+    /// The XDR body's size (strings counted at 8 bytes an element, the
+    /// size of their handles in a read).
+    fn xdr_bytes(&self) -> XdrBytes {
         let mut total = XdrBytes { bytes: 0, exact: true };
         for read in &self.0 {
             total.bytes += read.xdr_bytes().unwrap_or_else(|| {
@@ -452,30 +402,7 @@ impl Reads {
                 4 + 8 * read.count
             });
         }
-        if total.bytes > limit {
-            return Err(ApiError::TooLarge {
-                requested: total.bytes,
-                limit,
-            });
-        }
-        Ok(total)
-    }
-
-    /// Decoded bytes of every read.
-    fn decoded_bytes(&self) -> u64 {
-        self.0.iter().map(|r| r.plan.output_bytes()).sum()
-    }
-
-    /// Every array's elements, read whole, and the versions read.
-    async fn read_all(&self, dataset: &Dataset) -> Result<(Vec<Bytes>, Versions), ApiError> {
-        let mut data = Vec::with_capacity(self.0.len());
-        let mut versions = Versions::new();
-        for read in &self.0 {
-            let (bytes, v) = dataset.read_all(&read.plan).await?;
-            data.push(bytes);
-            versions.extend(v);
-        }
-        Ok((data, versions))
+        total
     }
 }
 
@@ -517,7 +444,7 @@ impl Streamed {
         if read.big_endian {
             return Ok(slab);
         }
-        let large = slab.len() > INLINE_ENCODE_BYTES;
+        let large = slab.len() > pipeline::INLINE_ENCODE_BYTES;
         match &mut self.writer {
             Writer::Xdr(pool) => {
                 let pool = pool.clone();

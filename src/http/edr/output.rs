@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use serde::{Serialize, Serializer};
@@ -19,7 +18,7 @@ use super::{coverage_parameter, crs_uri, text_attribute, Collection};
 use crate::encode::netcdf::{Attribute, NcType, NetCdf, Variable};
 use crate::encode::Encoder;
 use crate::engine::geo::Crs;
-use crate::http::conditional::{if_none_match, strong_etag};
+use crate::http::respond::Ready;
 use crate::http::{ApiError, ChannelWriter};
 
 /// An output format (`f`).
@@ -53,7 +52,7 @@ impl Format {
         Ok(format)
     }
 
-    fn media_type(self) -> &'static str {
+    pub(super) fn media_type(self) -> &'static str {
         match self {
             Format::CoverageJson => "application/prs.coverage+json",
             Format::GeoJson => "application/geo+json",
@@ -73,35 +72,10 @@ impl Format {
     }
 }
 
-/// The response: the body in `format`, with an ETag from the keys read,
-/// written on a blocking thread as it is sent; `held` (the values' share
-/// of the answer budget) is released when the last byte is written.
-pub(super) fn respond(
-    format: Format,
-    query: &str,
-    extract: Extract,
-    headers: &HeaderMap,
-    ds: &str,
-    collection: &str,
-) -> Result<Response, ApiError> {
-    let uri_key = format!("{ds}|{collection}|{query}|{format:?}");
-    let mut parts: Vec<&[u8]> = vec![uri_key.as_bytes()];
-    let body_key = format!("{:?}|{:?}", extract.times, extract.levels);
-    parts.push(body_key.as_bytes());
-    for (key, version) in &extract.versions {
-        parts.push(key.as_bytes());
-        parts.push(version.as_deref().unwrap_or("-").as_bytes());
-    }
-    let shape_key = shape_key(&extract.shape);
-    parts.push(&shape_key);
-    let etag = strong_etag(&parts);
-    let builder = Response::builder().header(header::ETAG, &etag);
-    if if_none_match(headers, &etag) {
-        return Ok(builder
-            .status(StatusCode::NOT_MODIFIED)
-            .body(axum::body::Body::empty())
-            .expect("valid response"));
-    }
+/// The response: the body in `format`, written on a blocking thread as
+/// it is sent; `held` (the values' share of the answer budget) is released
+/// when the last byte is written.
+pub(super) fn respond(format: Format, extract: Extract, ready: Ready) -> Result<Response, ApiError> {
     // The file's head, before the status: what fails there is an error answer.
     let file = match format {
         Format::NetCdf => Some(netcdf_file(&extract)?),
@@ -122,55 +96,7 @@ pub(super) fn respond(
         };
         writer.finish(written);
     });
-    let builder = builder.header(header::CONTENT_TYPE, HeaderValue::from_static(format.media_type()));
-    let builder = match length {
-        Some(length) => builder.header(header::CONTENT_LENGTH, length),
-        None => builder,
-    };
-    Ok(builder.body(body).expect("valid response"))
-}
-
-/// What tells apart the places of two answers of the same keys read: the
-/// positions, or the window's cells and which of them are inside (as bits).
-fn shape_key(shape: &Shape) -> Vec<u8> {
-    let numbers = |out: &mut Vec<u8>, values: &mut dyn Iterator<Item = f64>| {
-        for v in values {
-            out.extend(v.to_le_bytes());
-        }
-    };
-    let mut out = Vec::new();
-    match shape {
-        Shape::Points { points, .. } => {
-            out.extend(b"points");
-            numbers(&mut out, &mut points.iter().flat_map(|&(x, y)| [x, y]));
-        }
-        Shape::Grid { window, .. } => {
-            out.extend(b"grid");
-            for list in [&window.cols, &window.rows] {
-                out.extend((list.len() as u64).to_le_bytes());
-                for c in list.iter() {
-                    out.extend(c.to_le_bytes());
-                }
-            }
-            for bits in window.inside.chunks(8) {
-                out.push(
-                    bits.iter()
-                        .enumerate()
-                        .fold(0u8, |b, (i, &inside)| b | (u8::from(inside) << i)),
-                );
-            }
-        }
-        Shape::Trajectory { steps, .. } => {
-            out.extend(b"trajectory");
-            for st in steps {
-                numbers(&mut out, &mut [st.x, st.y].into_iter());
-                let index = |i: Option<usize>| i.map_or(u64::MAX, |i| i as u64);
-                out.extend(index(st.t).to_le_bytes());
-                out.extend(index(st.z).to_le_bytes());
-            }
-        }
-    }
-    out
+    Ok(ready.with_length(length).stream(body))
 }
 
 // --- CoverageJSON ----------------------------------------------------------------

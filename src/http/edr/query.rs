@@ -17,7 +17,8 @@ use super::{find_collection, Collection};
 use crate::engine::geo::region::{great_circle_km, in_rings, CellWindow, MEAN_EARTH_RADIUS_KM};
 use crate::engine::geo::GeoGrid;
 use crate::engine::labels::{Label, Method};
-use crate::engine::{CellRead, Dataset, Error, GeoVariable, Versions};
+use crate::engine::{CellRead, Dataset, Error, GeoVariable, ReadPlan, Versions};
+use crate::http::respond::{Answer, Checked};
 use crate::http::{ApiError, AppState};
 
 /// What was read: the parameters, the T and Z labels, and the values at
@@ -29,7 +30,6 @@ pub(super) struct Extract {
     /// The selected levels, when they have a Z axis.
     pub(super) levels: Option<Vec<f64>>,
     pub(super) shape: Shape,
-    pub(super) versions: Versions,
     /// The values' share of the answer budget, held until they are written.
     pub(super) held: Option<OwnedSemaphorePermit>,
 }
@@ -104,6 +104,7 @@ pub(super) async fn answer(
     State(state): State<Arc<AppState>>,
     Path((ds, c, query)): Path<(String, String, String)>,
     RawQuery(raw): RawQuery,
+    method: axum::http::Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let dataset = &state.dataset(&ds, &headers).await?;
@@ -145,9 +146,9 @@ pub(super) async fn answer(
         limit: state.max_response_bytes,
         copies: format.copies(),
     };
-    let extract = match query.as_str() {
-        "position" => request.points(&grid, &points(&params, "position")?).await?,
-        "trajectory" => request.trajectory(&grid, &params).await?,
+    let job = match query.as_str() {
+        "position" => request.points(&grid, &points(&params, "position")?)?,
+        "trajectory" => request.trajectory(&grid, &params)?,
         _ => {
             let limits = Limits {
                 cells: request.most_cells(),
@@ -155,10 +156,27 @@ pub(super) async fn answer(
             };
             let too_many = |cells| request.refuse(cells).expect_err("more cells than allowed");
             let window = window(&grid, &query, &params, &limits, too_many)?;
-            request.window(grid, window).await?
+            request.window(grid, window)?
         }
     };
-    output::respond(format, &query, extract, &headers, &dataset.scope, &c)
+    let plans = request.plan(&job.reads).await?;
+    let (times, levels) = request.labels();
+    let mut described = Answer::new(&state, dataset, "edr", format.media_type())
+        .key(&c)
+        .key(&query)
+        .key(format!("{format:?}|{times:?}|{levels:?}"))
+        .key(job.key());
+    for plan in plans.iter().flatten() {
+        described = described.plan(plan);
+    }
+    let ready = match described.check(&method, &headers).await? {
+        Checked::Answered(response) => return Ok(response),
+        Checked::Read(ready) => ready,
+    };
+    let held = request.hold(job.values).await?;
+    let values = request.read(&plans, ready.versions()).await?;
+    drop(plans);
+    output::respond(format, request.extract(job, values, held), ready)
 }
 
 /// The variables `names` picks, which must share one grid; without
@@ -442,18 +460,11 @@ impl Request<'_> {
         self.times.as_ref().map_or(1, |t| t.len() as u64) * self.levels.as_ref().map_or(1, |z| z.len() as u64)
     }
 
-    /// 413 before any read when the values would exceed the limit
-    /// (8 bytes a decoded value, as a region read of them counts), then
-    /// their memory: the values (and the format's copy of them) are held
-    /// whole until written, under the answer budget (`slab_budget_bytes`);
-    /// more than the whole budget is 413, naming it.
-    async fn check(&self, cells: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
-        self.check_steps(cells.saturating_mul(self.steps())).await
-    }
-
-    /// [`Request::check`] for `steps` values of each variable in all.
-    async fn check_steps(&self, steps: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
-        let held = self.refuse_values(steps)?;
+    /// The values' memory, once the answer is to be read: `values`
+    /// values of each variable (and the format's copy of them) are held
+    /// whole until written, under the answer budget (`slab_budget_bytes`).
+    async fn hold(&self, values: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let held = self.refuse_values(values)?;
         Ok(self.dataset.resources().hold_answer_bytes(held as usize).await?)
     }
 
@@ -504,16 +515,33 @@ impl Request<'_> {
         lo
     }
 
-    /// Read `read` of every variable; the values in T, Z, Y, X order.
-    async fn read(&self, read: &CellRead, versions: &mut Versions) -> Result<Vec<Vec<f64>>, Error> {
-        let mut out = Vec::with_capacity(self.vars.len());
-        for var in &self.vars {
-            let plan = self.dataset.plan_cells(var, read).await?;
-            let (values, v) = self.dataset.read_cells(var, &plan).await?;
-            versions.extend(v);
-            out.push(values);
+    /// Plan `reads` of every variable: per read, per variable.
+    async fn plan(&self, reads: &[CellRead]) -> Result<Vec<Vec<ReadPlan>>, Error> {
+        let mut out = Vec::with_capacity(reads.len());
+        for read in reads {
+            let mut each = Vec::with_capacity(self.vars.len());
+            for var in &self.vars {
+                each.push(self.dataset.plan_cells(var, read).await?);
+            }
+            out.push(each);
         }
         Ok(out)
+    }
+
+    /// The planned reads, pinned to `pinned`: per variable, the values of
+    /// every read in turn (each in T, Z, Y, X order).
+    async fn read(&self, plans: &[Vec<ReadPlan>], pinned: &Versions) -> Result<Vec<Vec<f64>>, Error> {
+        let mut values = vec![Vec::new(); self.vars.len()];
+        for each in plans {
+            for ((var, plan), out) in self.vars.iter().zip(each).zip(&mut values) {
+                let (got, _) = self.dataset.read_cells(var, plan, Some(pinned)).await?;
+                match out.is_empty() {
+                    true => *out = got,
+                    false => out.extend(got),
+                }
+            }
+        }
+        Ok(values)
     }
 
     fn labels(&self) -> (Option<Vec<String>>, Option<Vec<f64>>) {
@@ -534,78 +562,45 @@ impl Request<'_> {
         (times, levels)
     }
 
-    async fn points(self, grid: &GeoGrid, points: &[Vertex]) -> Result<Extract, ApiError> {
+    /// A position query: the cell of each point (413 before any read).
+    fn points(&self, grid: &GeoGrid, points: &[Vertex]) -> Result<Job, ApiError> {
         let cells: Vec<(u64, u64)> = points.iter().map(|p| cell_of(grid, p)).collect::<Result<_, _>>()?;
-        let held = self.check(cells.len() as u64).await?;
-        let mut versions = Versions::new();
-        let mut values = vec![Vec::new(); self.vars.len()];
-        let mut centres = Vec::with_capacity(cells.len());
-        for &(col, row) in &cells {
-            let read = CellRead {
+        self.refuse(cells.len() as u64)?;
+        let reads = cells
+            .iter()
+            .map(|&(col, row)| CellRead {
                 cols: vec![col],
                 rows: vec![row],
                 times: self.times.clone(),
                 levels: self.levels.clone(),
-            };
-            for (v, got) in self.read(&read, &mut versions).await?.into_iter().enumerate() {
-                values[v].extend(got);
-            }
-            let (_, lonlat) = grid.centre(col, row);
-            centres.push(lonlat.map(wrap).unwrap_or((f64::NAN, f64::NAN)));
-        }
-        let (times, levels) = self.labels();
-        Ok(Extract {
-            vars: self.vars,
-            times,
-            levels,
-            shape: Shape::Points {
-                points: centres,
-                values,
-            },
-            versions,
-            held,
+            })
+            .collect();
+        Ok(Job {
+            values: cells.len() as u64 * self.steps(),
+            places: Places::Points(cells),
+            reads,
         })
     }
 
-    async fn window(self, grid: Arc<GeoGrid>, window: CellWindow) -> Result<Extract, ApiError> {
-        let held = self.check(window.inside.len() as u64).await?;
-        let read = CellRead {
+    /// An area, radius, cube or corridor query: its window of cells.
+    fn window(&self, grid: Arc<GeoGrid>, window: CellWindow) -> Result<Job, ApiError> {
+        self.refuse(window.inside.len() as u64)?;
+        let reads = vec![CellRead {
             cols: window.cols.clone(),
             rows: window.rows.clone(),
             times: self.times.clone(),
             levels: self.levels.clone(),
-        };
-        let mut versions = Versions::new();
-        let mut values = self.read(&read, &mut versions).await?;
-        let cells = window.inside.len();
-        for v in &mut values {
-            for (k, value) in v.iter_mut().enumerate() {
-                if !window.inside[k % cells] {
-                    *value = f64::NAN;
-                }
-            }
-        }
-        let xs = window.cols.iter().map(|&c| grid.x.centre(c)).collect();
-        let ys = window.rows.iter().map(|&r| grid.y.centre(r)).collect();
-        let (times, levels) = self.labels();
-        Ok(Extract {
-            vars: self.vars,
-            times,
-            levels,
-            shape: Shape::Grid {
-                xs,
-                ys,
-                inside: window.inside.clone(),
-                values,
-                grid,
-                window,
-            },
-            versions,
-            held,
+        }];
+        Ok(Job {
+            values: window.inside.len() as u64 * self.steps(),
+            places: Places::Window(grid, window),
+            reads,
         })
     }
 
-    async fn trajectory(mut self, grid: &GeoGrid, params: &Params) -> Result<Extract, ApiError> {
+    /// A trajectory query: each vertex's cell, and its instant (M) and
+    /// level (Z) when given.
+    fn trajectory(&self, grid: &GeoGrid, params: &Params) -> Result<Job, ApiError> {
         let vertices = match geometry(params)? {
             Geometry::LineString(v) => v,
             other => {
@@ -615,80 +610,168 @@ impl Request<'_> {
                 )))
             }
         };
-        let var = self.vars[0].clone();
+        let var = &self.vars[0];
         // M picks each vertex's instant (epoch seconds), Z its level.
         let by_m = vertices.iter().any(|v| v.m.is_some());
         let by_z = vertices.iter().any(|v| v.z.is_some()) && var.grid.z_dim.is_some();
         if by_m && var.grid.t_dim.is_none() {
             return Err(bad("coords: M values need a collection with a time axis"));
         }
-        let mut plan = Vec::with_capacity(vertices.len());
+        let mut reads = Vec::with_capacity(vertices.len());
         for v in &vertices {
-            let cell = cell_of(grid, v)?;
-            let t = match (v.m, by_m) {
-                (Some(m), true) => Some(vec![nearest_instant(&var, m)?]),
+            let (col, row) = cell_of(grid, v)?;
+            let times = match (v.m, by_m) {
+                (Some(m), true) => Some(vec![nearest_instant(var, m)?]),
                 (None, true) => return Err(bad("coords: every vertex needs an M value, or none")),
                 _ => self.times.clone(),
             };
-            let z = match (v.z, by_z) {
-                (Some(z), true) => Some(vec![levels(&var, Some(&z.to_string()))?.unwrap_or_default()[0]]),
+            let levels = match (v.z, by_z) {
+                (Some(z), true) => Some(vec![levels(var, Some(&z.to_string()))?.unwrap_or_default()[0]]),
                 _ => self.levels.clone(),
             };
-            plan.push((cell, t, z));
-        }
-        let per_vertex = plan
-            .iter()
-            .map(|(_, t, z)| t.as_ref().map_or(1, Vec::len) * z.as_ref().map_or(1, Vec::len));
-        let total: usize = per_vertex.sum();
-        // Each step is a cell of its own.
-        let held = self.check_steps(total as u64).await?;
-        // The steps name positions in the union of times and levels read.
-        let mut all_t: Vec<u64> = plan.iter().flat_map(|p| p.1.clone().unwrap_or_default()).collect();
-        let mut all_z: Vec<u64> = plan.iter().flat_map(|p| p.2.clone().unwrap_or_default()).collect();
-        all_t.sort_unstable();
-        all_t.dedup();
-        all_z.sort_unstable();
-        all_z.dedup();
-        let mut versions = Versions::new();
-        let mut values = vec![Vec::new(); self.vars.len()];
-        let mut steps = Vec::new();
-        for ((col, row), t, z) in plan {
-            let read = CellRead {
+            reads.push(CellRead {
                 cols: vec![col],
                 rows: vec![row],
-                times: t.clone(),
-                levels: z.clone(),
-            };
-            for (v, got) in self.read(&read, &mut versions).await?.into_iter().enumerate() {
-                values[v].extend(got);
+                times,
+                levels,
+            });
+        }
+        let steps = |r: &CellRead| r.times.as_ref().map_or(1, Vec::len) * r.levels.as_ref().map_or(1, Vec::len);
+        // Each step is a cell of its own.
+        let values = reads.iter().map(steps).sum::<usize>() as u64;
+        self.refuse_values(values)?;
+        Ok(Job {
+            values,
+            places: Places::Trajectory,
+            reads,
+        })
+    }
+
+    /// What was read, placed: `values` per variable, in the order of the
+    /// job's reads.
+    fn extract(mut self, job: Job, mut values: Vec<Vec<f64>>, held: Option<OwnedSemaphorePermit>) -> Extract {
+        let shape = match job.places {
+            Places::Points(cells) => Shape::Points {
+                points: cells.iter().map(|&c| self.centre(c)).collect(),
+                values,
+            },
+            Places::Window(grid, window) => {
+                let cells = window.inside.len();
+                for v in &mut values {
+                    for (k, value) in v.iter_mut().enumerate() {
+                        if !window.inside[k % cells] {
+                            *value = f64::NAN;
+                        }
+                    }
+                }
+                Shape::Grid {
+                    xs: window.cols.iter().map(|&c| grid.x.centre(c)).collect(),
+                    ys: window.rows.iter().map(|&r| grid.y.centre(r)).collect(),
+                    inside: window.inside.clone(),
+                    values,
+                    grid,
+                    window,
+                }
             }
-            let (_, lonlat) = grid.centre(col, row);
-            let (x, y) = lonlat.map(wrap).unwrap_or((f64::NAN, f64::NAN));
-            let ts: Vec<Option<usize>> = match &t {
-                Some(ts) => ts.iter().map(|i| all_t.iter().position(|a| a == i)).collect(),
+            Places::Trajectory => {
+                let (steps, times, levels) = self.steps_of(&job.reads);
+                self.times = times;
+                self.levels = levels;
+                Shape::Trajectory { steps, values }
+            }
+        };
+        let (times, levels) = self.labels();
+        Extract {
+            vars: self.vars,
+            times,
+            levels,
+            shape,
+            held,
+        }
+    }
+
+    /// A cell's centre in CRS84 (NaN when it has none).
+    fn centre(&self, (col, row): (u64, u64)) -> (f64, f64) {
+        let (_, lonlat) = self.vars[0].grid.centre(col, row);
+        lonlat.map(wrap).unwrap_or((f64::NAN, f64::NAN))
+    }
+
+    /// A trajectory's steps, each naming its positions in the union of
+    /// the times and levels read (which it returns too).
+    #[allow(clippy::type_complexity)]
+    fn steps_of(&self, reads: &[CellRead]) -> (Vec<Step>, Option<Vec<u64>>, Option<Vec<u64>>) {
+        let union = |pick: fn(&CellRead) -> &Option<Vec<u64>>| {
+            let mut all: Vec<u64> = reads.iter().flat_map(|r| pick(r).clone().unwrap_or_default()).collect();
+            all.sort_unstable();
+            all.dedup();
+            all
+        };
+        let (all_t, all_z) = (union(|r| &r.times), union(|r| &r.levels));
+        let positions = |picked: &Option<Vec<u64>>, all: &[u64]| -> Vec<Option<usize>> {
+            match picked {
+                Some(list) => list.iter().map(|i| all.iter().position(|a| a == i)).collect(),
                 None => vec![None],
-            };
-            let zs: Vec<Option<usize>> = match &z {
-                Some(zs) => zs.iter().map(|i| all_z.iter().position(|a| a == i)).collect(),
-                None => vec![None],
-            };
-            for &t in &ts {
-                for &z in &zs {
+            }
+        };
+        let mut steps = Vec::new();
+        for read in reads {
+            let (x, y) = self.centre((read.cols[0], read.rows[0]));
+            for &t in &positions(&read.times, &all_t) {
+                for &z in &positions(&read.levels, &all_z) {
                     steps.push(Step { x, y, t, z });
                 }
             }
         }
-        self.times = var.grid.t_dim.map(|_| all_t);
-        self.levels = var.grid.z_dim.map(|_| all_z);
-        let (times, levels) = self.labels();
-        Ok(Extract {
-            vars: self.vars,
-            times,
-            levels,
-            shape: Shape::Trajectory { steps, values },
-            versions,
-            held,
-        })
+        let grid = &self.vars[0].grid;
+        (steps, grid.t_dim.map(|_| all_t), grid.z_dim.map(|_| all_z))
+    }
+}
+
+/// Where a query's values go, known before anything is read.
+enum Places {
+    /// One cell a point.
+    Points(Vec<(u64, u64)>),
+    /// A window of the grid.
+    Window(Arc<GeoGrid>, CellWindow),
+    /// One cell a vertex, with its own times and levels (in the reads).
+    Trajectory,
+}
+
+/// A query worked out before reading: where its values go, the cell
+/// reads that fetch them, and how many values each variable gets.
+struct Job {
+    places: Places,
+    reads: Vec<CellRead>,
+    values: u64,
+}
+
+impl Job {
+    /// What tells apart the places of two answers of the same request
+    /// text read from the same keys: the cells read, their times and levels.
+    fn key(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let list = |out: &mut Vec<u8>, list: &[u64]| {
+            out.extend((list.len() as u64).to_le_bytes());
+            for v in list {
+                out.extend(v.to_le_bytes());
+            }
+        };
+        for read in &self.reads {
+            list(&mut out, &read.cols);
+            list(&mut out, &read.rows);
+            list(&mut out, read.times.as_deref().unwrap_or(&[u64::MAX]));
+            list(&mut out, read.levels.as_deref().unwrap_or(&[u64::MAX]));
+        }
+        if let Places::Window(_, window) = &self.places {
+            for bits in window.inside.chunks(8) {
+                out.push(
+                    bits.iter()
+                        .enumerate()
+                        .fold(0u8, |b, (i, &inside)| b | (u8::from(inside) << i)),
+                );
+            }
+        }
+        out
     }
 }
 

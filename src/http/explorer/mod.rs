@@ -18,6 +18,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::Router;
+use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -25,10 +26,11 @@ use self::html::{definitions, escape, explore_href, page, url_path};
 use super::format::accept_items;
 use super::nodes::document_bytes;
 use super::problem::ApiError;
+use super::respond::{Answer, Checked};
 use super::AppState;
 use crate::encode::json::json_body;
 use crate::engine::render::{self, Colormap};
-use crate::engine::{DataType, Dataset, GeoVariable, ReadQuery, Selection};
+use crate::engine::{DataType, Dataset, GeoVariable, ReadPlan, ReadQuery, Selection, Versions};
 
 /// The longest side of the preview, in pixels: larger arrays are coarsened to fit.
 const PREVIEW_SIDE: u64 = 512;
@@ -104,29 +106,55 @@ async fn datasets_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -
 async fn root_page(
     State(state): State<Arc<AppState>>,
     Path(ds): Path<String>,
+    method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    explore(&state, &ds, "", &headers).await
+    explore(&state, &ds, "", (&method, &headers)).await
 }
 
 async fn node_page(
     State(state): State<Arc<AppState>>,
     Path((ds, path)): Path<(String, String)>,
+    method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    explore(&state, &ds, path.trim_end_matches('/'), &headers).await
+    explore(&state, &ds, path.trim_end_matches('/'), (&method, &headers)).await
 }
 
-/// The page of one node: a group's children, or an array's metadata and preview.
-async fn explore(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
+/// The page of one node: a group's children, or an array's metadata and
+/// preview. An array's page (which may show its first values) goes through
+/// the response pipeline: tagged by its metadata and the versions of the
+/// values it shows, 304 and HEAD without reading them.
+async fn explore(
+    state: &AppState,
+    ds: &str,
+    path: &str,
+    (method, headers): (&Method, &HeaderMap),
+) -> Result<Response, ApiError> {
     let dataset = &state.dataset(ds, headers).await?;
     let doc = document(dataset, path).await?;
-    let main = match doc["node_type"].as_str() {
-        Some("array") => array_main(dataset, path, &doc, &origin(state, headers)).await,
-        _ => group_main(dataset, path, &doc).await?,
-    };
     let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(ds);
-    Ok(html_response(page(name, &breadcrumb(ds, path), &main)))
+    if doc["node_type"].as_str() != Some("array") {
+        let main = group_main(dataset, path, &doc).await?;
+        return Ok(html_response(page(name, &breadcrumb(ds, path), &main)));
+    }
+    let origin = origin(state, headers);
+    let table = table_plan(dataset, path, &doc).await;
+    let mut described = Answer::new(state, dataset, "explorer", "text/html; charset=utf-8")
+        .key(path)
+        .key(doc.to_string())
+        .key(&origin);
+    if let Some(Ok(plan)) = &table {
+        described = described.plan(plan);
+    }
+    let ready = match described.check(method, headers).await? {
+        Checked::Answered(response) => return Ok(with_page_headers(response)),
+        Checked::Read(ready) => ready,
+    };
+    let table = table.map(|plan| (plan, ready.versions()));
+    let main = array_main(dataset, path, &doc, &origin, table).await;
+    let body = page(name, &breadcrumb(ds, path), &main);
+    Ok(with_page_headers(ready.whole(Bytes::from(body))))
 }
 
 async fn document(dataset: &Dataset, path: &str) -> Result<Value, ApiError> {
@@ -227,7 +255,13 @@ async fn group_main(dataset: &Dataset, path: &str, doc: &Value) -> Result<String
 
 /// An array: metadata as text; a preview of numeric arrays of two or more
 /// dimensions, or a table of the first values of 0-d and 1-D arrays.
-async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) -> String {
+async fn array_main(
+    dataset: &Dataset,
+    path: &str,
+    doc: &Value,
+    origin: &str,
+    table: Option<(Result<ReadPlan, crate::engine::Error>, &Versions)>,
+) -> String {
     let shape: Vec<u64> = doc["shape"]
         .as_array()
         .map(|s| s.iter().filter_map(Value::as_u64).collect())
@@ -278,8 +312,8 @@ async fn array_main(dataset: &Dataset, path: &str, doc: &Value, origin: &str) ->
         if let Ok(var) = dataset.geo_variable(path).await {
             out.push_str(&map_section(&dataset.name, path, &var, origin));
         }
-    } else if readable && shape.len() <= 1 {
-        out.push_str(&values_table(dataset, path, &shape, &names).await);
+    } else if let Some((plan, pinned)) = table {
+        out.push_str(&values_table(dataset, plan, pinned, (&shape, &names)).await);
     }
     out.push_str("</div>\n");
     out
@@ -503,22 +537,42 @@ fn python_snippet(origin: &str, api: &str, select: &str, (data_type, cf): (&str,
     )
 }
 
-/// The first values of a 0-d or 1-D array, with their coordinate labels.
-async fn values_table(dataset: &Dataset, path: &str, shape: &[u64], names: &[Option<String>]) -> String {
+/// The read of the first values of a readable 0-d or 1-D array.
+async fn table_plan(dataset: &Dataset, path: &str, doc: &Value) -> Option<Result<ReadPlan, crate::engine::Error>> {
+    let shape: Vec<u64> = doc["shape"]
+        .as_array()
+        .map(|s| s.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    if doc["readable"] == false || shape.len() > 1 {
+        return None;
+    }
     let selection = match shape.first() {
         Some(&n) => format!("0:{}", n.min(TABLE_VALUES)),
         None => String::new(),
     };
-    let read = async {
+    let plan = async {
         let query = ReadQuery {
             selection: Selection::parse(&selection)?,
             ..ReadQuery::default()
         };
-        let plan = dataset.plan_query(path, &query).await?;
-        let (data, _) = dataset.read_all(&plan).await?;
+        dataset.plan_query(path, &query).await
+    };
+    Some(plan.await)
+}
+
+/// The first values of a 0-d or 1-D array, with their coordinate labels.
+async fn values_table(
+    dataset: &Dataset,
+    plan: Result<ReadPlan, crate::engine::Error>,
+    pinned: &Versions,
+    (shape, names): (&[u64], &[Option<String>]),
+) -> String {
+    let read = async {
+        let plan = plan?;
+        let (data, _) = dataset.read_pinned(&plan, Some(pinned)).await?;
         let labels = dataset.result_coords(&plan).await?;
         let text = json_body(plan.data_type(), &plan.output_shape(), &data, Some(&labels))
-            .map_err(|reason| crate::engine::Error::corrupt(path.to_string(), reason))?;
+            .map_err(|reason| crate::engine::Error::corrupt(plan.node().path.clone(), reason))?;
         Ok::<Value, crate::engine::Error>(serde_json::from_str(&text).expect("a JSON document"))
     };
     let body = match read.await {
@@ -631,11 +685,16 @@ fn origin(state: &AppState, headers: &HeaderMap) -> String {
 
 fn html_response(body: String) -> Response {
     let mut response = (StatusCode::OK, body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
+    response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
+    with_page_headers(response)
+}
+
+/// The headers every explorer page carries.
+fn with_page_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));

@@ -7,17 +7,16 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::conditional::{if_none_match, strong_etag};
 use super::query::TileQuery;
+use super::respond::{Answer, Checked};
 use super::{absolute, ApiError, AppState};
 use crate::encode::png::png_picture;
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
@@ -190,6 +189,7 @@ async fn tile(
     State(state): State<Arc<AppState>>,
     Path((ds, tms, z, row, col)): Path<(String, String, String, String, String)>,
     RawQuery(query): RawQuery,
+    method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = tile_matrix_set(&tms)?;
@@ -211,53 +211,39 @@ async fn tile(
     // The pyramid level (if any) whose cells are no larger than a pixel.
     let level = dataset.pyramid_level(&var, t.pixel_degrees(z)).await?;
     let sampling = Sampling::new(&level.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
-    let raster = if sampling.is_empty() {
-        Raster::off_grid((TILE_SIZE * TILE_SIZE) as usize)
-    } else {
-        let plan = dataset.plan_raster(&level, &sampling, &request.labels).await?;
-        let decoded = plan.decoded_bytes();
-        if decoded > state.tile_read_limit_bytes {
-            let deeper = (decoded as f64 / state.tile_read_limit_bytes as f64).log(4.0).ceil() as u8;
-            return Err(ApiError::Rejected(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "tile {z}/{row}/{col} would decode {decoded} bytes, more than tile_read_limit_bytes = {}; \
-                     zoom {} or deeper decodes less",
-                    state.tile_read_limit_bytes,
-                    (z + deeper.max(1)).min(t.max_zoom())
-                ),
-            ));
-        }
-        dataset.read_raster(&level, &sampling, &plan).await?
+    let plan = match sampling.is_empty() {
+        true => None,
+        false => Some(dataset.plan_raster(&level, &sampling, &request.labels).await?),
     };
+    let mut described = Answer::new(&state, dataset, "tile", "image/png")
+        .key(format!("{}/{z}/{row}/{col}", t.id()))
+        .key(query.unwrap_or_default());
+    if let Some(plan) = &plan {
+        let decoded = plan.decoded_bytes();
+        let deeper = (decoded as f64 / state.tile_read_limit_bytes as f64).log(4.0).ceil() as u8;
+        let hint = format!("zoom {} or deeper decodes less", (z + deeper.max(1)).min(t.max_zoom()));
+        described = described.plan(plan).decodes(decoded, hint);
+    }
+    // Refused before the default colour range is worked out (it may read).
+    described.refuse_oversize()?;
     let render = with_default_range(&state, dataset, &var, &request.labels, &request.render).await?;
-    let mut parts: Vec<Vec<u8>> = vec![
-        dataset.scope.as_bytes().to_vec(),
-        format!("{}/{z}/{row}/{col}", t.id()).into_bytes(),
-        query.unwrap_or_default().into_bytes(),
-        format!("{:?}", render.rescale()).into_bytes(),
-    ];
-    for (key, version) in &raster.versions {
-        parts.push(key.clone().into_bytes());
-        parts.push(version.clone().unwrap_or_default().into_bytes());
-    }
-    let etag = strong_etag(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
-    let response = Response::builder()
-        .header(header::ETAG, &etag)
-        .header(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
-    if if_none_match(&headers, &etag) {
-        return Ok(response
-            .status(StatusCode::NOT_MODIFIED)
-            .body(Body::empty())
-            .expect("valid response"));
-    }
+    let described = described.key(format!("{:?}", render.rescale()));
+    let ready = match described.check(&method, &headers).await? {
+        Checked::Answered(response) => return Ok(response),
+        Checked::Read(ready) => ready,
+    };
+    let raster = match &plan {
+        None => Raster::off_grid((TILE_SIZE * TILE_SIZE) as usize),
+        Some(plan) => {
+            dataset
+                .read_raster(&level, &sampling, plan, Some(ready.versions()))
+                .await?
+        }
+    };
     let picture = render.picture_of_cells(&raster.cells, &raster.pixels);
     let png = png_picture(TILE_SIZE, TILE_SIZE, &picture)
         .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))?;
-    Ok(response
-        .header(header::CONTENT_LENGTH, png.len())
-        .body(Body::from(Bytes::from(png)))
-        .expect("valid response"))
+    Ok(ready.whole(Bytes::from(png)))
 }
 
 /// `request` with `rescale` filled in when not given: the same for every

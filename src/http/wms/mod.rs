@@ -12,13 +12,15 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
+use super::respond::{Answer, Checked};
 use super::AppState;
 use crate::encode::png::png_picture;
 use crate::encode::xml::escape;
@@ -42,6 +44,15 @@ struct WmsError(StatusCode, Option<&'static str>, String);
 impl WmsError {
     fn bad(code: &'static str, text: impl Into<String>) -> Self {
         Self(StatusCode::BAD_REQUEST, Some(code), text.into())
+    }
+}
+
+impl From<super::ApiError> for WmsError {
+    fn from(e: super::ApiError) -> Self {
+        match e {
+            super::ApiError::Engine(e) => e.into(),
+            other => Self(other.status(), None, other.to_string()),
+        }
     }
 }
 
@@ -102,6 +113,13 @@ impl Params {
         self.0.get(name).map(String::as_str)
     }
 
+    /// Every parameter, in name order: what names a map or a feature info.
+    fn key(&self) -> String {
+        let mut all: Vec<_> = self.0.iter().collect();
+        all.sort();
+        all.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    }
+
     fn required(&self, name: &str) -> Result<&str, WmsError> {
         self.get(name)
             .filter(|v| !v.is_empty())
@@ -114,17 +132,20 @@ async fn wms(
     State(state): State<Arc<AppState>>,
     Path(ds): Path<String>,
     RawQuery(query): RawQuery,
+    method: Method,
     headers: HeaderMap,
 ) -> Response {
-    match answer(&state, &ds, query.as_deref(), &headers).await {
+    match answer(&state, &ds, query.as_deref(), (&method, &headers)).await {
+        // Maps and feature info are tagged before reading (`respond`).
+        Ok(response) if response.headers().contains_key(header::ETAG) => response,
         Ok(response) => with_etag(response, &headers).await,
         Err(e) => e.into_response(),
     }
 }
 
 /// The answer with a strong ETag of its bytes (the same bytes, the same
-/// tag: capabilities, maps, legends and feature info alike), and 304 when
-/// the client already has them. Every answer is built in memory.
+/// tag: capabilities and legends, which read no array data), and 304 when
+/// the client already has them.
 async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
     let (mut parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
@@ -146,7 +167,12 @@ async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
     Response::from_parts(parts, Body::from(bytes))
 }
 
-async fn answer(state: &AppState, ds: &str, query: Option<&str>, headers: &HeaderMap) -> Result<Response, WmsError> {
+async fn answer(
+    state: &AppState,
+    ds: &str,
+    query: Option<&str>,
+    (method, headers): (&Method, &HeaderMap),
+) -> Result<Response, WmsError> {
     let dataset = &state
         .dataset(ds, headers)
         .await
@@ -163,9 +189,9 @@ async fn answer(state: &AppState, ds: &str, query: Option<&str>, headers: &Heade
     let request = params.required("REQUEST")?;
     match request.to_ascii_lowercase().as_str() {
         "getcapabilities" => capabilities(dataset, ds, &super::absolute(state, headers, "")).await,
-        "getmap" => get_map(state, dataset, &params).await,
+        "getmap" => get_map(state, dataset, &params, (method, headers)).await,
         "getlegendgraphic" => legend(state, dataset, &params).await,
-        "getfeatureinfo" => feature_info(state, dataset, &params).await,
+        "getfeatureinfo" => feature_info(state, dataset, &params, (method, headers)).await,
         _ => Err(WmsError::bad(
             "OperationNotSupported",
             format!("REQUEST={request}: use GetCapabilities, GetMap, GetLegendGraphic or GetFeatureInfo"),
@@ -287,15 +313,14 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
                 "BBOX must be minx,miny,maxx,maxy with min < max",
             )
         })?;
+    // The step first: a span near f64::MAX times a pixel index overflows.
     let spread = |lo: f64, hi: f64, n: u32| -> Vec<f64> {
-        (0..n)
-            .map(|k| lo + (f64::from(k) + 0.5) * (hi - lo) / f64::from(n))
-            .collect()
+        let step = (hi - lo) / f64::from(n);
+        (0..n).map(|k| lo + (f64::from(k) + 0.5) * step).collect()
     };
     let down = |lo: f64, hi: f64, n: u32| -> Vec<f64> {
-        (0..n)
-            .map(|k| hi - (f64::from(k) + 0.5) * (hi - lo) / f64::from(n))
-            .collect()
+        let step = (hi - lo) / f64::from(n);
+        (0..n).map(|k| hi - (f64::from(k) + 0.5) * step).collect()
     };
     let (lons, lats) = match crs.to_ascii_uppercase().as_str() {
         "CRS:84" | "OGC:CRS84" => (spread(bbox[0], bbox[2], width), down(bbox[1], bbox[3], height)),
@@ -382,7 +407,12 @@ async fn rendering(
 }
 
 /// `GetMap`: the layer drawn on the requested frame.
-async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
+async fn get_map(
+    state: &AppState,
+    dataset: &Dataset,
+    params: &Params,
+    (method, headers): (&Method, &HeaderMap),
+) -> Result<Response, WmsError> {
     let var = layer(dataset, params.required("LAYERS")?).await?;
     if let Some(format) = params.get("FORMAT") {
         if !format.eq_ignore_ascii_case("image/png") && !format.is_empty() {
@@ -395,33 +425,42 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     let colormap = style_colormap(params.get("STYLES"))?;
     let frame = frame(params, state.wms_max_size)?;
     let labels = dimension_labels(&var, params)?;
-    let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
     // The pyramid level (if any) whose cells are no larger than a pixel.
     let level = dataset.pyramid_level(&var, frame.pixel_degrees).await?;
-    let _held = hold_pixels(dataset, frame.width, frame.height, MAP_BYTES_PER_PIXEL).await?;
     let sampling = Sampling::new(&level.grid, &frame.lons, &frame.lats);
-    let raster = if sampling.is_empty() {
-        Raster::off_grid(frame.width as usize * frame.height as usize)
-    } else {
-        let plan = dataset.plan_raster(&level, &sampling, &labels).await?;
-        let decoded = plan.decoded_bytes();
-        if decoded > state.tile_read_limit_bytes {
-            return Err(WmsError(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                None,
-                format!(
-                    "the map would decode {decoded} bytes, more than tile_read_limit_bytes = {}: \
-                     ask for a smaller BBOX",
-                    state.tile_read_limit_bytes
-                ),
-            ));
-        }
-        dataset.read_raster(&level, &sampling, &plan).await?
+    let plan = match sampling.is_empty() {
+        true => None,
+        false => Some(dataset.plan_raster(&level, &sampling, &labels).await?),
     };
     let transparent = params
         .get("TRANSPARENT")
         .is_some_and(|t| t.eq_ignore_ascii_case("true"));
     let (width, height) = (frame.width, frame.height);
+    let mut described = Answer::new(state, dataset, "wms-map", "image/png")
+        .key(params.key())
+        .bytes(u64::from(width) * u64::from(height) * 4);
+    if let Some(plan) = &plan {
+        described = described
+            .plan(plan)
+            .decodes(plan.decoded_bytes(), "ask for a smaller BBOX".into());
+    }
+    // Refused before the default colour range is worked out (it may read).
+    described.refuse_oversize()?;
+    let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
+    let described = described.key(format!("{:?}", render.rescale()));
+    let ready = match described.check(method, headers).await? {
+        Checked::Answered(response) => return Ok(response),
+        Checked::Read(ready) => ready,
+    };
+    let _held = hold_pixels(dataset, width, height, MAP_BYTES_PER_PIXEL).await?;
+    let raster = match &plan {
+        None => Raster::off_grid(width as usize * height as usize),
+        Some(plan) => {
+            dataset
+                .read_raster(&level, &sampling, plan, Some(ready.versions()))
+                .await?
+        }
+    };
     let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, Error> {
         let mut picture = render.picture_of_cells(&raster.cells, &raster.pixels);
         if !transparent {
@@ -432,7 +471,7 @@ async fn get_map(state: &AppState, dataset: &Dataset, params: &Params) -> Result
     })
     .await
     .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, e.to_string()))??;
-    Ok(png_response(png))
+    Ok(ready.whole(Bytes::from(png)))
 }
 
 fn png_response(png: Vec<u8>) -> Response {
@@ -506,7 +545,12 @@ async fn hold_pixels(
 }
 
 /// `GetFeatureInfo`: the value under pixel (`I`, `J`) and its cell.
-async fn feature_info(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
+async fn feature_info(
+    state: &AppState,
+    dataset: &Dataset,
+    params: &Params,
+    (method, headers): (&Method, &HeaderMap),
+) -> Result<Response, WmsError> {
     let var = layer(dataset, params.required("QUERY_LAYERS")?).await?;
     // The map the client shows is one GetMap could draw: the same size limit.
     let frame = frame(params, state.wms_max_size)?;
@@ -529,34 +573,52 @@ async fn feature_info(state: &AppState, dataset: &Dataset, params: &Params) -> R
     let (lon, lat) = (frame.lons[i], frame.lats[j]);
     let labels = dimension_labels(&var, params)?;
     let sampling = Sampling::new(&var.grid, &[lon], &[lat]);
-    let (value, cell) = if sampling.is_empty() {
-        (None, None)
-    } else {
-        let plan = dataset.plan_raster(&var, &sampling, &labels).await?;
-        let raster = dataset.read_raster(&var, &sampling, &plan).await?;
-        let value = raster.value(0);
-        let cell = var.grid.centre(sampling.cols[0], sampling.rows[0]);
-        ((!value.is_nan()).then_some(value), Some(cell))
+    let format = params.get("INFO_FORMAT").unwrap_or("application/json");
+    let content_type = match format {
+        f if f.eq_ignore_ascii_case("text/plain") => "text/plain",
+        f if f.eq_ignore_ascii_case("application/json") => "application/json",
+        _ => {
+            return Err(WmsError::bad(
+                "InvalidFormat",
+                format!("INFO_FORMAT {format}: use application/json or text/plain"),
+            ))
+        }
+    };
+    let plan = match sampling.is_empty() {
+        true => None,
+        false => Some(dataset.plan_raster(&var, &sampling, &labels).await?),
+    };
+    let mut described = Answer::new(state, dataset, "wms-feature-info", content_type).key(params.key());
+    if let Some(plan) = &plan {
+        described = described.plan(plan);
+    }
+    let ready = match described.check(method, headers).await? {
+        Checked::Answered(response) => return Ok(response),
+        Checked::Read(ready) => ready,
+    };
+    let (value, cell) = match &plan {
+        None => (None, None),
+        Some(plan) => {
+            let raster = dataset
+                .read_raster(&var, &sampling, plan, Some(ready.versions()))
+                .await?;
+            let value = raster.value(0);
+            let cell = var.grid.centre(sampling.cols[0], sampling.rows[0]);
+            ((!value.is_nan()).then_some(value), Some(cell))
+        }
     };
     let name = var.node.path.clone();
     // The point: the cell's centre in CRS84, else the queried one.
     let (x, y) = cell.and_then(|(_, lonlat)| lonlat).unwrap_or((lon, lat));
     let cell = cell.map(|(xy, _)| xy);
-    let format = params.get("INFO_FORMAT").unwrap_or("application/json");
-    if format.eq_ignore_ascii_case("text/plain") {
+    if content_type == "text/plain" {
         let text = format!(
             "layer: {name}\nvalue: {}\nx: {}\ny: {}\n",
             value.map_or("null".to_string(), |v| v.to_string()),
             cell.map_or(x, |c| c.0),
             cell.map_or(y, |c| c.1)
         );
-        return Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"))], text).into_response());
-    }
-    if !format.eq_ignore_ascii_case("application/json") {
-        return Err(WmsError::bad(
-            "InvalidFormat",
-            format!("INFO_FORMAT {format}: use application/json or text/plain"),
-        ));
+        return Ok(ready.whole(Bytes::from(text)));
     }
     let doc = json!({
         "type": "FeatureCollection",
@@ -567,11 +629,7 @@ async fn feature_info(state: &AppState, dataset: &Dataset, params: &Params) -> R
             "properties": {"value": value, "x": cell.map(|c| c.0), "y": cell.map(|c| c.1)},
         }],
     });
-    Ok((
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        doc.to_string(),
-    )
-        .into_response())
+    Ok(ready.whole(Bytes::from(doc.to_string())))
 }
 
 /// `GetCapabilities`: every geo variable of the dataset as a layer.

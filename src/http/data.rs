@@ -132,6 +132,7 @@ async fn region(
         .plan(&plan)
         .bytes(requested)
         .length(length)
+        .streamed(streamed)
         .header(
             HeaderName::from_static("zarr-shape"),
             answer.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","),

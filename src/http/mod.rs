@@ -63,12 +63,14 @@ pub struct AppState {
     /// The process's limits, pools and caches (shared with every dataset).
     resources: Arc<Resources>,
     metrics: Arc<Metrics>,
+    /// The length of each answer sent whole, by its ETag: a HEAD of one
+    /// whose length depends on its values (JSON, a picture) states it
+    /// without reading again.
+    answer_lengths: moka::sync::Cache<String, u64>,
     max_response_bytes: u64,
     tile_read_limit_bytes: u64,
     wms_max_size: u32,
     edr_max_polygon_vertices: u32,
-    /// Default colour ranges of map variables, kept for `metadata_ttl`.
-    tile_ranges: moka::future::Cache<String, Option<(f64, f64)>>,
     /// DAP2 datasets of groups, kept for `metadata_ttl`.
     dap_models: dap2::Models,
     compress_max_bytes: u64,
@@ -108,12 +110,9 @@ impl AppState {
             tile_read_limit_bytes: config.tile_read_limit_bytes,
             wms_max_size: config.wms_max_size,
             edr_max_polygon_vertices: config.edr_max_polygon_vertices,
+            answer_lengths: moka::sync::Cache::new(100_000),
             dap_models: moka::future::Cache::builder()
                 .max_capacity(1_000)
-                .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
-                .build(),
-            tile_ranges: moka::future::Cache::builder()
-                .max_capacity(10_000)
                 .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
                 .build(),
             compress_max_bytes: config.compress_max_bytes,

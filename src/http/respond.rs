@@ -9,8 +9,11 @@
 //! 2. validators: the versions of every key the plans touch (shard indexes
 //!    or HEADs, no chunk data), and from them and the representation the
 //!    strong ETag; a matching `If-None-Match` is 304;
-//! 3. HEAD: GET's headers, no body, no chunk data read (`Content-Length`
-//!    on both when it is known before reading, on neither when not).
+//! 3. HEAD: GET's headers, `Content-Length` included, no body. No chunk
+//!    data is read when the length is known before reading (binary, npy,
+//!    NetCDF), when GET streams without one, or when a GET of the same
+//!    answer (the same ETag) has been sent; else (a JSON answer, a
+//!    picture, never sent before) the answer is made to be measured.
 //!
 //! Only then does the adapter read, pinned to those versions (so the body
 //! is the one the ETag names), and hand back the body whole or as a stream
@@ -53,6 +56,8 @@ pub(crate) struct Answer<'a> {
     bytes: u64,
     /// Decoded chunk bytes of a map picture, and what to say above the limit.
     decodes: Option<(u64, String)>,
+    /// Whether GET streams the answer (without a length when unknown).
+    streamed: bool,
 }
 
 /// What [`Answer::check`] decided.
@@ -65,9 +70,13 @@ pub(crate) enum Checked {
 
 /// An answer whose validators are known: read, then send.
 pub(crate) struct Ready {
+    lengths: moka::sync::Cache<String, u64>,
+    etag: String,
     headers: HeaderMap,
     length: Option<u64>,
     versions: Versions,
+    /// A HEAD, made to be measured: the body is dropped.
+    head: bool,
 }
 
 impl<'a> Answer<'a> {
@@ -88,6 +97,7 @@ impl<'a> Answer<'a> {
             length: None,
             bytes: 0,
             decodes: None,
+            streamed: false,
         };
         answer.key(dataset.scope.as_bytes()).key(route).key(content_type)
     }
@@ -118,6 +128,13 @@ impl<'a> Answer<'a> {
     /// The body's length in bytes, known before reading.
     pub(crate) fn length(mut self, length: Option<u64>) -> Self {
         self.length = length;
+        self
+    }
+
+    /// Whether GET streams the answer (a length unknown before reading is
+    /// then not sent, and a HEAD needs none).
+    pub(crate) fn streamed(mut self, streamed: bool) -> Self {
+        self.streamed = streamed;
         self
     }
 
@@ -177,18 +194,18 @@ impl<'a> Answer<'a> {
                 Body::empty(),
             )));
         }
-        if method == Method::HEAD {
-            return Ok(Checked::Answered(reply(
-                StatusCode::OK,
-                headers,
-                self.length,
-                Body::empty(),
-            )));
+        let head = method == Method::HEAD;
+        let length = self.length.or_else(|| self.state.answer_lengths.get(&etag));
+        if head && (length.is_some() || self.streamed) {
+            return Ok(Checked::Answered(reply(StatusCode::OK, headers, length, Body::empty())));
         }
         Ok(Checked::Read(Ready {
+            lengths: self.state.answer_lengths.clone(),
+            etag,
             headers,
             length: self.length,
             versions,
+            head,
         }))
     }
 
@@ -219,20 +236,21 @@ impl Ready {
         &self.versions
     }
 
-    /// The answer made in memory. It has a `Content-Length` only when the
-    /// length was known before reading (as a HEAD's has): else it is sent
-    /// chunked, so that GET and HEAD carry the same headers.
+    /// The answer made in memory (its length kept for a later HEAD).
     pub(crate) fn whole(self, body: Bytes) -> Response {
-        match self.length {
-            Some(length) => {
-                debug_assert_eq!(length, body.len() as u64, "the length said before reading");
-                reply(StatusCode::OK, self.headers, Some(length), Body::from(body))
-            }
-            None => {
-                let once = futures::stream::once(async { Ok::<_, std::io::Error>(body) });
-                reply(StatusCode::OK, self.headers, None, Body::from_stream(once))
-            }
+        let length = body.len() as u64;
+        debug_assert!(
+            self.length.is_none_or(|l| l == length),
+            "the length said before reading"
+        );
+        if self.length.is_none() {
+            self.lengths.insert(self.etag, length);
         }
+        let body = match self.head {
+            true => Body::empty(),
+            false => Body::from(body),
+        };
+        reply(StatusCode::OK, self.headers, Some(length), body)
     }
 
     /// The body's length, when known once the answer is read.
@@ -244,6 +262,10 @@ impl Ready {
     /// The answer streamed: cut short (an incomplete transfer) if a read
     /// fails after the status line.
     pub(crate) fn stream(self, body: Body) -> Response {
+        let body = match self.head {
+            true => Body::empty(),
+            false => body,
+        };
         reply(StatusCode::OK, self.headers, self.length, body)
     }
 }

@@ -65,7 +65,8 @@ pub(super) async fn v2_get(
     let described = Answer::new(&state, dataset, "v2-view", "application/octet-stream")
         .key(&key)
         .plan(&chunk.plan)
-        .bytes(chunk.bytes());
+        .bytes(chunk.bytes())
+        .length(chunk.length());
     match described.check(&method, &headers).await? {
         Checked::Answered(response) => Ok(response),
         Checked::Read(ready) => {

@@ -73,6 +73,9 @@ pub struct Caches {
     pub(crate) nodes: Cache<CacheKey, Arc<Node>>,
     pub(crate) shard_indexes: Cache<CacheKey, Arc<CachedIndex>>,
     pub(crate) decoded_chunks: Cache<ChunkKey, bytes::Bytes>,
+    /// Each geo variable's default colour range (by dataset, variable and
+    /// selection), kept as long as metadata.
+    pub(crate) colour_ranges: Cache<String, Option<(f64, f64)>>,
     pub(crate) node_stats: Arc<CacheStats>,
     pub(crate) index_stats: Arc<CacheStats>,
     pub(crate) chunk_stats: Arc<CacheStats>,
@@ -97,6 +100,10 @@ impl Caches {
                 .weigher(|k: &ChunkKey, v: &bytes::Bytes| {
                     (k.1.len() + k.3.len() + v.len() + 64).try_into().unwrap_or(u32::MAX)
                 })
+                .build(),
+            colour_ranges: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(options.metadata_ttl)
                 .build(),
             node_stats: Arc::default(),
             index_stats: Arc::default(),

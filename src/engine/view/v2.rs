@@ -58,6 +58,12 @@ impl ViewChunk {
     pub fn bytes(&self) -> u64 {
         self.chunk.iter().product::<u64>() * self.plan.meta().data_type.size() as u64
     }
+
+    /// The chunk's length as served, when known before reading (elements
+    /// of a fixed size).
+    pub fn length(&self) -> Option<u64> {
+        (!self.plan.meta().data_type.is_variable()).then(|| self.bytes())
+    }
 }
 
 /// What lies directly under a prefix: sub-prefixes and keys, sorted.

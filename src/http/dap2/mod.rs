@@ -219,12 +219,14 @@ impl Request<'_> {
     async fn ascii(&self, dataset: &Dataset, dap: &DapDataset, projection: &Projection) -> Result<Response, ApiError> {
         let reads = Reads::plan(dataset, dap, projection, false).await?;
         let dds = text::dds(dap, projection);
-        let described = self.describe(
-            dataset,
-            "text/plain; charset=utf-8",
-            (projection.key(dap), &dds),
-            &reads,
-        );
+        let described = self
+            .describe(
+                dataset,
+                "text/plain; charset=utf-8",
+                (projection.key(dap), &dds),
+                &reads,
+            )
+            .streamed(true);
         let ready = match described.check(&self.method, &self.headers).await? {
             Checked::Answered(response) => return Ok(response),
             Checked::Read(ready) => ready,
@@ -254,12 +256,14 @@ impl Request<'_> {
         let header = format!("{dds}Data:\n").into_bytes();
         let xdr = reads.xdr_bytes();
         let length = xdr.exact.then_some(header.len() as u64 + xdr.bytes);
+        let streamed = pipeline::streams(reads.0.iter().map(|r| &r.plan));
         let described = self
             .describe(dataset, "application/octet-stream", (projection.key(dap), &dds), &reads)
-            .length(length);
+            .length(length)
+            .streamed(streamed);
         let response = match described.check(&self.method, &self.headers).await? {
             Checked::Answered(response) => response,
-            Checked::Read(ready) if !pipeline::streams(reads.0.iter().map(|r| &r.plan)) => {
+            Checked::Read(ready) if !streamed => {
                 let pinned = ready.versions();
                 let mut body = header;
                 for read in &reads.0 {

@@ -165,7 +165,9 @@ pub(super) async fn answer(
         .key(&c)
         .key(&query)
         .key(format!("{format:?}|{times:?}|{levels:?}"))
-        .key(job.key());
+        .key(job.key())
+        // A NetCDF file's length is known once its values are read.
+        .streamed(format != Format::NetCdf);
     for plan in plans.iter().flatten() {
         described = described.plan(plan);
     }

@@ -20,8 +20,6 @@ use super::respond::{Answer, Checked};
 use super::{absolute, ApiError, AppState};
 use crate::encode::png::png_picture;
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
-use crate::engine::labels::LabelQuery;
-use crate::engine::render::{Render, RenderRequest};
 use crate::engine::{Dataset, Error, GeoVariable, Raster};
 
 /// The tile routes.
@@ -226,7 +224,7 @@ async fn tile(
     }
     // Refused before the default colour range is worked out (it may read).
     described.refuse_oversize()?;
-    let render = with_default_range(&state, dataset, &var, &request.labels, &request.render).await?;
+    let render = dataset.rendering(&var, &request.labels, &request.render).await?;
     let described = described.key(format!("{:?}", render.rescale()));
     let ready = match described.check(&method, &headers).await? {
         Checked::Answered(response) => return Ok(response),
@@ -244,61 +242,4 @@ async fn tile(
     let png = png_picture(TILE_SIZE, TILE_SIZE, &picture)
         .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))?;
     Ok(ready.whole(Bytes::from(png)))
-}
-
-/// `request` with `rescale` filled in when not given: the same for every
-/// tile and map of the variable and selection (no seams): `valid_min`/
-/// `valid_max`, else `valid_range`, else `actual_range`, else the slice's
-/// smallest and largest value, computed once and kept for
-/// `metadata_ttl_secs`.
-pub(super) async fn with_default_range(
-    state: &AppState,
-    dataset: &Dataset,
-    var: &GeoVariable,
-    labels: &LabelQuery,
-    request: &RenderRequest,
-) -> Result<Render, ApiError> {
-    if request.rescale.is_some() {
-        return Ok(request.resolve()?);
-    }
-    let attrs = var
-        .node
-        .metadata
-        .as_ref()
-        .map(|m| m.attributes().clone())
-        .unwrap_or_default();
-    let number = |key: &str| attrs.get(key).and_then(Value::as_f64);
-    let pair = |key: &str| {
-        let list = attrs.get(key)?.as_array()?;
-        Some((list.first()?.as_f64()?, list.get(1)?.as_f64()?))
-    };
-    let declared = match (number("valid_min"), number("valid_max")) {
-        (Some(lo), Some(hi)) => Some((lo, hi)),
-        _ => pair("valid_range").or_else(|| pair("actual_range")),
-    };
-    let range = match declared {
-        Some(range) => Some(range),
-        None => {
-            let nodata = request.nodata.as_deref().and_then(|n| n.trim().parse().ok());
-            let key = format!(
-                "{}|{}|{:?}|{:?}|{:?}",
-                dataset.scope, var.node.path, labels.sel, labels.method, nodata
-            );
-            state
-                .tile_ranges
-                .try_get_with(key, dataset.slice_range(var, labels, nodata))
-                .await
-                .map_err(|e| ApiError::Engine((*e).clone()))?
-        }
-    };
-    let rescale = match range {
-        Some((lo, hi)) if lo < hi => format!("{lo},{hi}"),
-        Some((v, _)) => format!("{v},{}", v + 1.0),
-        None => "0,1".into(),
-    };
-    Ok(RenderRequest {
-        rescale: Some(rescale),
-        ..request.clone()
-    }
-    .resolve()?)
 }

@@ -24,7 +24,7 @@ use super::respond::{Answer, Checked};
 use super::AppState;
 use crate::encode::png::png_picture;
 use crate::encode::xml::escape;
-use crate::engine::geo::{Sampling, EARTH_RADIUS};
+use crate::engine::geo::{MapCrs, MapFrame, Sampling, EARTH_RADIUS};
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
 use crate::engine::render::{Colormap, Render, RenderRequest};
 use crate::engine::{Dataset, Error, GeoVariable, Raster};
@@ -267,17 +267,8 @@ fn dimension_labels(var: &GeoVariable, params: &Params) -> Result<LabelQuery, Wm
     Ok(labels)
 }
 
-/// A map request's pixel centres: longitudes per column, latitudes per
-/// row (top to bottom), from `CRS`, `BBOX`, `WIDTH` and `HEIGHT`.
-struct MapFrame {
-    width: u32,
-    height: u32,
-    lons: Vec<f64>,
-    lats: Vec<f64>,
-    /// A pixel's width in degrees of longitude.
-    pixel_degrees: f64,
-}
-
+/// A map request's frame (the engine's [`MapFrame`]) from `CRS`, `BBOX`,
+/// `WIDTH` and `HEIGHT`: each side at most `max_size` pixels.
 fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
     let size = |name: &str| -> Result<u32, WmsError> {
         let n: u32 = params
@@ -297,70 +288,27 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
         Ok(n)
     };
     let (width, height) = (size("WIDTH")?, size("HEIGHT")?);
-    let crs = params.get("CRS").or_else(|| params.get("SRS")).unwrap_or("CRS:84");
-    let bbox: Vec<f64> = params
+    let name = params.get("CRS").or_else(|| params.get("SRS")).unwrap_or("CRS:84");
+    let crs = MapCrs::named(name).ok_or_else(|| {
+        WmsError::bad(
+            "InvalidCRS",
+            format!("CRS {name} is not served: use CRS:84, EPSG:4326 or EPSG:3857"),
+        )
+    })?;
+    let bad_box = || {
+        WmsError::bad(
+            "InvalidParameterValue",
+            "BBOX must be minx,miny,maxx,maxy with min < max",
+        )
+    };
+    let numbers: Vec<f64> = params
         .required("BBOX")?
         .split(',')
         .map(|v| v.trim().parse::<f64>())
         .collect::<Result<_, _>>()
-        .ok()
-        .filter(|b: &Vec<f64>| {
-            b.len() == 4 && (b[2] - b[0]).is_finite() && (b[3] - b[1]).is_finite() && b[0] < b[2] && b[1] < b[3]
-        })
-        .ok_or_else(|| {
-            WmsError::bad(
-                "InvalidParameterValue",
-                "BBOX must be minx,miny,maxx,maxy with min < max",
-            )
-        })?;
-    // The step first: a span near f64::MAX times a pixel index overflows.
-    let spread = |lo: f64, hi: f64, n: u32| -> Vec<f64> {
-        let step = (hi - lo) / f64::from(n);
-        (0..n).map(|k| lo + (f64::from(k) + 0.5) * step).collect()
-    };
-    let down = |lo: f64, hi: f64, n: u32| -> Vec<f64> {
-        let step = (hi - lo) / f64::from(n);
-        (0..n).map(|k| hi - (f64::from(k) + 0.5) * step).collect()
-    };
-    let (lons, lats) = match crs.to_ascii_uppercase().as_str() {
-        "CRS:84" | "OGC:CRS84" => (spread(bbox[0], bbox[2], width), down(bbox[1], bbox[3], height)),
-        // EPSG:4326 in WMS 1.3.0: latitude first.
-        "EPSG:4326" => (spread(bbox[1], bbox[3], width), down(bbox[0], bbox[2], height)),
-        "EPSG:3857" | "EPSG:900913" => {
-            const R: f64 = EARTH_RADIUS;
-            let lons = spread(bbox[0], bbox[2], width)
-                .into_iter()
-                .map(|x| (x / R).to_degrees())
-                .collect();
-            let lats = down(bbox[1], bbox[3], height)
-                .into_iter()
-                .map(|y| (y / R).sinh().atan().to_degrees())
-                .collect();
-            (lons, lats)
-        }
-        other => {
-            return Err(WmsError::bad(
-                "InvalidCRS",
-                format!("CRS {other} is not served: use CRS:84, EPSG:4326 or EPSG:3857"),
-            ))
-        }
-    };
-    let pixel_degrees = match lons.as_slice() {
-        [first, .., last] => (last - first).abs() / f64::from(width - 1),
-        _ => 0.0,
-    };
-    // Longitudes past ±180 (a map panned round the world) wrap.
-    let lons = lons
-        .into_iter()
-        .map(|l| (l + 180.0).rem_euclid(360.0) - 180.0)
-        .collect();
-    Ok(MapFrame {
-        width,
-        height,
-        lons,
-        lats,
-        pixel_degrees,
-    })
+        .map_err(|_| bad_box())?;
+    let bbox: [f64; 4] = numbers.try_into().map_err(|_| bad_box())?;
+    MapFrame::new(crs, bbox, width, height).ok_or_else(bad_box)
 }
 
 /// The fuzz property of the map parameters: any query gives a frame of
@@ -380,7 +328,6 @@ pub(crate) fn check_frame(query: &str) {
 /// The drawing of a layer: its style's colormap over `COLORSCALERANGE`,
 /// else the variable's default range (the same as its tiles').
 async fn rendering(
-    state: &AppState,
     dataset: &Dataset,
     var: &GeoVariable,
     labels: &LabelQuery,
@@ -395,15 +342,15 @@ async fn rendering(
         colormap,
         nodata: None,
     };
-    super::tiles::with_default_range(state, dataset, var, labels, &request)
-        .await
-        .map_err(|e| match e {
-            // A dimension value that names no label, a read that failed.
-            super::ApiError::Engine(e) if !matches!(e, Error::InvalidRequest(ref m) if m.contains("rescale")) => {
-                WmsError::from(e)
-            }
-            other => WmsError(other.status(), Some("InvalidParameterValue"), other.to_string()),
-        })
+    dataset.rendering(var, labels, &request).await.map_err(|e| match e {
+        // A bad COLORSCALERANGE.
+        Error::InvalidRequest(ref m) if m.contains("rescale") => {
+            let status = super::ApiError::Engine(e.clone()).status();
+            WmsError(status, Some("InvalidParameterValue"), e.to_string())
+        }
+        // A dimension value that names no label, a read that failed.
+        other => WmsError::from(other),
+    })
 }
 
 /// `GetMap`: the layer drawn on the requested frame.
@@ -446,7 +393,7 @@ async fn get_map(
     }
     // Refused before the default colour range is worked out (it may read).
     described.refuse_oversize()?;
-    let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
+    let render = rendering(dataset, &var, &labels, params, colormap).await?;
     let described = described.key(format!("{:?}", render.rescale()));
     let ready = match described.check(method, headers).await? {
         Checked::Answered(response) => return Ok(response),
@@ -503,7 +450,7 @@ async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<
     };
     let (width, height) = (size("WIDTH", 20)?, size("HEIGHT", 256)?);
     let labels = dimension_labels(&var, params)?;
-    let render = rendering(state, dataset, &var, &labels, params, colormap).await?;
+    let render = rendering(dataset, &var, &labels, params, colormap).await?;
     let (lo, hi) = render.rescale().unwrap_or((0.0, 1.0));
     // One value a row, each pixel of a row pointing at it: the bar costs
     // five bytes a pixel, held under the answer budget like a map.

@@ -15,6 +15,7 @@
 //! column and one per pixel row; a projected grid projects every pixel.
 
 mod crs;
+mod frame;
 pub mod multiscales;
 pub mod region;
 mod tile_matrix_set;
@@ -22,6 +23,7 @@ mod tile_matrix_set;
 use serde_json::Value;
 
 pub use crs::{Crs, CrsSources, Projection};
+pub use frame::{MapCrs, MapFrame};
 pub use tile_matrix_set::{TileMatrixSet, EARTH_RADIUS, METRES_PER_DEGREE, TILE_SIZE};
 
 use crate::engine::error::{Error, Result};

@@ -20,6 +20,11 @@ pub const EARTH_RADIUS: f64 = 6_378_137.0;
 /// Metres in a degree of longitude at the equator of that sphere.
 pub const METRES_PER_DEGREE: f64 = 2.0 * std::f64::consts::PI * EARTH_RADIUS / 360.0;
 
+/// The latitude (degrees) of Web Mercator `y` given in earth radii.
+pub(crate) fn mercator_latitude(y: f64) -> f64 {
+    y.sinh().atan().to_degrees()
+}
+
 impl TileMatrixSet {
     /// Every set served.
     pub const ALL: [TileMatrixSet; 2] = [TileMatrixSet::WebMercatorQuad, TileMatrixSet::WorldCrs84Quad];
@@ -99,7 +104,7 @@ impl TileMatrixSet {
             .map(|i| {
                 let t = ((row * u64::from(TILE_SIZE) + i) as f64 + 0.5) / pixels;
                 match self {
-                    Self::WebMercatorQuad => (std::f64::consts::PI * (1.0 - 2.0 * t)).sinh().atan().to_degrees(),
+                    Self::WebMercatorQuad => mercator_latitude(std::f64::consts::PI * (1.0 - 2.0 * t)),
                     Self::WorldCrs84Quad => 90.0 - 180.0 * t,
                 }
             })

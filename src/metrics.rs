@@ -34,6 +34,23 @@ pub(crate) struct Metrics {
     pub(crate) stream_errors: AtomicU64,
     /// Requests refused because too many reads were in flight.
     pub(crate) overloaded: AtomicU64,
+    /// Reads holding a read slot, by route.
+    in_flight: Mutex<BTreeMap<String, u64>>,
+}
+
+/// One read in flight on a route, counted until dropped.
+pub(crate) struct InFlight {
+    metrics: std::sync::Arc<Metrics>,
+    route: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut routes = self.metrics.in_flight.lock().expect("metrics lock");
+        if let Some(n) = routes.get_mut(&self.route) {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 impl Metrics {
@@ -54,6 +71,20 @@ impl Metrics {
         }
         stats.count += 1;
         stats.sum += secs;
+    }
+
+    /// A read of `route` begins; it ends when the guard is dropped.
+    pub(crate) fn read_started(self: &std::sync::Arc<Self>, route: &str) -> InFlight {
+        *self
+            .in_flight
+            .lock()
+            .expect("metrics lock")
+            .entry(route.to_string())
+            .or_default() += 1;
+        InFlight {
+            metrics: self.clone(),
+            route: route.to_string(),
+        }
     }
 
     /// Render request metrics; `extra` appends other families.
@@ -96,6 +127,20 @@ impl Metrics {
             "Requests refused with 503 because too many reads were in flight.",
             "counter",
             &single(&self.overloaded),
+        );
+        let in_flight: Vec<(String, u64)> = self
+            .in_flight
+            .lock()
+            .expect("metrics lock")
+            .iter()
+            .map(|(route, n)| (format!("route=\"{}\"", escape(route)), *n))
+            .collect();
+        family(
+            &mut out,
+            "zarr_serve_reads_in_flight",
+            "Reads holding a read slot, by route.",
+            "gauge",
+            &in_flight,
         );
         extra(&mut out);
         out

@@ -101,9 +101,24 @@ async fn every_data_route_waits_for_a_read_slot_then_answers_503() {
         let resp = client().get(server.url(path)).send().await.unwrap();
         assert_eq!(resp.status(), 200, "{path}");
     }
+    // The held stream is the one read in flight, on its route.
+    let in_flight = |metrics: &str| -> Vec<String> {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("zarr_serve_reads_in_flight{") && !l.ends_with(" 0"))
+            .map(str::to_string)
+            .collect()
+    };
+    let metrics = client().get(server.url("/metrics")).send().await.unwrap();
+    assert_eq!(
+        in_flight(&metrics.text().await.unwrap()),
+        ["zarr_serve_reads_in_flight{route=\"/v1/datasets/{ds}/data/{*path}\"} 1"]
+    );
     // Once the stream is gone its slot is free again.
     drop(held);
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let metrics = client().get(server.url("/metrics")).send().await.unwrap();
+    assert_eq!(in_flight(&metrics.text().await.unwrap()), Vec::<String>::new());
     for (name, path) in DATA_ROUTES {
         let resp = client().get(server.url(path)).send().await.unwrap();
         assert_eq!(resp.status(), 200, "{name}");
@@ -260,5 +275,53 @@ async fn every_data_route_refuses_a_large_answer_before_reading() {
             failures.push(format!("{name}: {status} after fetching {fetched} bytes: {body:.200}"));
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A HEAD before any GET reads no chunk data where the length is known
+/// before reading, or GET streams without one; for an answer whose length
+/// is known only once made (JSON, pictures, EDR NetCDF, whose file head is
+/// built from the values read) it is made once to be measured, and its
+/// second HEAD reads nothing.
+#[tokio::test]
+async fn a_first_head_reads_no_chunk_data_when_the_length_is_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = uncached_big_server(dir.path(), |_| {}).await;
+    let known = [
+        "/v1/datasets/big/data/tas?select=0:2,0:2",
+        "/v1/datasets/big/zarr/tas/c/0/0",
+        "/v1/datasets/big/v2/tas/0.0",
+        "/v1/datasets/big/dap.dods?tas[0:1][0:1]",
+        "/v1/datasets/big/dap.ascii?tas[0:1][0:1]",
+        "/v1/datasets/big/edr/collections/big/position?coords=POINT(0%200)",
+    ];
+    // Metadata and coordinates first: only chunk data is counted below.
+    for path in [
+        "/v1/datasets/big/nodes/tas",
+        "/v1/datasets/big/dap.dds",
+        "/v1/datasets/big/edr/collections/big",
+    ] {
+        let warm = client().get(server.url(path)).send().await.unwrap();
+        assert_eq!(warm.status(), 200, "{path}");
+    }
+    let mut failures = Vec::new();
+    for path in known {
+        let before = bytes_fetched(&server).await;
+        let head = client().head(server.url(path)).send().await.unwrap();
+        let fetched = bytes_fetched(&server).await - before;
+        if head.status() != 200 || !head.headers().contains_key("etag") || fetched != 0 {
+            failures.push(format!("{path}: HEAD {} after fetching {fetched} bytes", head.status()));
+        }
+    }
+    let measured = "/v1/datasets/big/data/tas?select=0:2,0:2&format=json";
+    let first = client().head(server.url(measured)).send().await.unwrap();
+    let length = first.headers().get("content-length").cloned();
+    assert!(length.is_some(), "{:?}", first.headers());
+    let before = bytes_fetched(&server).await;
+    let second = client().head(server.url(measured)).send().await.unwrap();
+    assert_eq!(second.headers().get("content-length"), length.as_ref());
+    assert_eq!(bytes_fetched(&server).await - before, 0, "the second HEAD read");
+    let get = client().get(server.url(measured)).send().await.unwrap();
+    assert_eq!(get.headers().get("content-length"), length.as_ref());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -10,9 +10,12 @@
 //!   chunk grid and key encodings, the codecs (sharding included), block
 //!   copies, elements as values;
 //! - `query`: selections, CF conventions, labels, nodes and read plans;
+//!   [`geo`]: grids and their CRSs, tile matrix sets, map frames, regions
+//!   (geometry to cells);
 //! - `read`: the process's caches, pools and limits, datasets and their
 //!   hierarchy, coordinates, fetching, the sharding partial decoder, slab
-//!   assembly and slab streams;
+//!   assembly and slab streams, geo reads (rasters, cells, default colour
+//!   ranges);
 //! - `compute`: answers computed from a read ([`reduce`]: reductions and
 //!   coarsening; [`render`]: pictures);
 //! - `view`: the whole dataset as a read-only Zarr v2 store.

@@ -103,8 +103,10 @@ async fn region(
         (Format::NetCdf, None) => plan.with_big_endian(),
         _ => plan,
     };
-    let streamed =
-        reduction.is_none() && render.is_none() && respond::streams([&plan]) && !answer.data_type.is_text_or_bytes();
+    let streamed = reduction.is_none()
+        && render.is_none()
+        && respond::streams(dataset, [&plan])
+        && !answer.data_type.is_text_or_bytes();
     // Checked (400) before any of the result's data is read.
     let encoder = match render {
         Some(_) => None,

@@ -293,6 +293,11 @@ pub(crate) async fn admit(
             return ApiError::Rejected(axum::http::StatusCode::PAYLOAD_TOO_LARGE, detail).into_response();
         }
     };
+    let route = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_string();
     let request = Request::from_parts(parts, body);
     if !allowed {
         return next.run(request).await;
@@ -307,10 +312,11 @@ pub(crate) async fn admit(
             return refused(e);
         }
     };
+    let in_flight = state.metrics.read_started(&route);
     let response = next.run(request).await;
     response.map(|body| {
         axum::body::Body::new(body.map_frame(move |frame| {
-            let _held = &slot;
+            let _held = (&slot, &in_flight);
             frame
         }))
     })

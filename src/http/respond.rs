@@ -36,10 +36,15 @@ use crate::engine::{Dataset, ReadPlan, Versions};
 pub(crate) const INLINE_ENCODE_BYTES: usize = 1 << 20;
 
 /// The one whole-or-stream rule (api.md 4.1, 4): an answer streams when
-/// one of its reads takes more than one slab (`slab_bytes`); else it is
-/// read whole.
-pub(crate) fn streams<'p>(plans: impl IntoIterator<Item = &'p ReadPlan>) -> bool {
-    plans.into_iter().any(|plan| plan.slab_count() > 1)
+/// a read of it takes more than one slab, or all together decode more
+/// than `slab_bytes`; else it is read whole.
+pub(crate) fn streams<'p>(dataset: &Dataset, plans: impl IntoIterator<Item = &'p ReadPlan>) -> bool {
+    let (mut several, mut bytes) = (false, 0u64);
+    for plan in plans {
+        several |= plan.slab_count() > 1;
+        bytes = bytes.saturating_add(plan.output_bytes());
+    }
+    several || bytes > dataset.resources().read.slab_bytes
 }
 
 /// An answer described before anything of it is read.
@@ -253,10 +258,19 @@ impl Ready {
         reply(StatusCode::OK, self.headers, Some(length), body)
     }
 
-    /// The body's length, when known once the answer is read.
+    /// The body's length, when known once the answer is read (kept for a
+    /// later HEAD).
     pub(crate) fn with_length(mut self, length: Option<u64>) -> Self {
-        self.length = self.length.or(length);
+        if let (None, Some(length)) = (self.length, length) {
+            self.lengths.insert(self.etag.clone(), length);
+            self.length = Some(length);
+        }
         self
+    }
+
+    /// Whether the request is a HEAD (made to be measured: no body is sent).
+    pub(crate) fn is_head(&self) -> bool {
+        self.head
     }
 
     /// The answer streamed: cut short (an incomplete transfer) if a read

@@ -142,12 +142,19 @@ impl Dataset {
         unreachable!("the second attempt returns")
     }
 
-    /// The shard's version (ETag), from its cached index or by reading the index.
+    /// The shard's version (ETag): a cached index's, confirmed by a `head`
+    /// (a shard rewritten since is read again: its index is dropped), or
+    /// that of the index read now.
     pub(super) async fn shard_version(&self, key: &str, codec: &ShardingCodec) -> Result<Option<String>> {
-        Ok(match self.cached_index(key).await {
-            Some(cached) => cached.etag.clone(),
-            None => self.fetch_index(key, codec, None).await?.and_then(|c| c.etag.clone()),
-        })
+        if let Some(cached) = self.cached_index(key).await {
+            let now = self.store.head(key).await?;
+            if now.as_ref().map(|i| &i.etag) == Some(&cached.etag) {
+                return Ok(cached.etag.clone());
+            }
+            let cache_key = (self.scope.clone(), key.to_string());
+            self.resources.caches.shard_indexes.invalidate(&cache_key).await;
+        }
+        Ok(self.fetch_index(key, codec, None).await?.and_then(|c| c.etag.clone()))
     }
 
     async fn cached_index(&self, key: &str) -> Option<Arc<CachedIndex>> {
@@ -278,8 +285,8 @@ impl Dataset {
         let (index, fresh) = match (cached, &pin) {
             (Some(c), None) => (Some(c), false),
             (Some(c), Some(p)) if c.etag == *p => (Some(c), false),
-            (_, Some(None)) => (None, false),
-            (None, None) => (self.load_index(key, codec).await?, true),
+            // Pinned to no version: absent then, or a store without ETags.
+            (None, Some(None)) | (None, None) => (self.load_index(key, codec).await?, true),
             _ => {
                 let pinned = pin.as_ref().and_then(|p| p.as_deref());
                 (self.fetch_index(key, codec, pinned).await?, true)

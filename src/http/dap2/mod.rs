@@ -239,7 +239,7 @@ impl Request<'_> {
                 let (rows, heading) = text::AsciiRows::new(&name, read.plan.output_shape());
                 let var = Arc::new(dap.variables[leaf.var].clone());
                 let writer = Writer::Ascii { var, rows, heading };
-                let versions = ready.versions().clone();
+                let versions = own_versions(&read.plan, ready.versions());
                 Streamed { read, versions, writer }
             })
             .collect();
@@ -256,7 +256,7 @@ impl Request<'_> {
         let header = format!("{dds}Data:\n").into_bytes();
         let xdr = reads.xdr_bytes();
         let length = xdr.exact.then_some(header.len() as u64 + xdr.bytes);
-        let streamed = pipeline::streams(reads.0.iter().map(|r| &r.plan));
+        let streamed = pipeline::streams(dataset, reads.0.iter().map(|r| &r.plan));
         let described = self
             .describe(dataset, "application/octet-stream", (projection.key(dap), &dds), &reads)
             .length(length)
@@ -278,8 +278,8 @@ impl Request<'_> {
                     .0
                     .into_iter()
                     .map(|read| Streamed {
+                        versions: own_versions(&read.plan, ready.versions()),
                         read,
-                        versions: ready.versions().clone(),
                         writer: Writer::Xdr(pool.clone()),
                     })
                     .collect();
@@ -408,6 +408,18 @@ impl Reads {
         }
         total
     }
+}
+
+/// The versions of the keys under `plan`'s array.
+fn own_versions(plan: &ReadPlan, all: &Versions) -> Versions {
+    let prefix = match plan.node().path.as_str() {
+        "" => String::new(),
+        path => format!("{path}/"),
+    };
+    all.range(prefix.clone()..)
+        .take_while(|(key, _)| key.starts_with(&prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// One streamed array: its read, pinned to the versions of its keys, and

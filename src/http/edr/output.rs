@@ -82,6 +82,10 @@ pub(super) fn respond(format: Format, extract: Extract, ready: Ready) -> Result<
         _ => None,
     };
     let length = file.as_ref().and_then(NetCdf::length);
+    let ready = ready.with_length(length);
+    if ready.is_head() {
+        return Ok(ready.stream(axum::body::Body::empty()));
+    }
     let (mut writer, body) = ChannelWriter::new();
     let mut extract = extract;
     tokio::task::spawn_blocking(move || {
@@ -96,7 +100,7 @@ pub(super) fn respond(format: Format, extract: Extract, ready: Ready) -> Result<
         };
         writer.finish(written);
     });
-    Ok(ready.with_length(length).stream(body))
+    Ok(ready.stream(body))
 }
 
 // --- CoverageJSON ----------------------------------------------------------------

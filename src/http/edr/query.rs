@@ -165,7 +165,7 @@ pub(super) async fn answer(
         .key(&c)
         .key(&query)
         .key(format!("{format:?}|{times:?}|{levels:?}"))
-        .key(job.key())
+        .key(job.key(&request.vars[0].grid))
         // A NetCDF file's length is known once its values are read.
         .streamed(format != Format::NetCdf);
     for plan in plans.iter().flatten() {
@@ -749,9 +749,18 @@ struct Job {
 
 impl Job {
     /// What tells apart the places of two answers of the same request
-    /// text read from the same keys: the cells read, their times and levels.
-    fn key(&self) -> Vec<u8> {
+    /// text read from the same keys: the cells read and their centres (the
+    /// coordinates may change alone), their times and levels.
+    fn key(&self, grid: &GeoGrid) -> Vec<u8> {
         let mut out = Vec::new();
+        for read in &self.reads {
+            for &c in &read.cols {
+                out.extend(grid.x.centre(c).to_le_bytes());
+            }
+            for &r in &read.rows {
+                out.extend(grid.y.centre(r).to_le_bytes());
+            }
+        }
         let list = |out: &mut Vec<u8>, list: &[u64]| {
             out.extend((list.len() as u64).to_le_bytes());
             for v in list {

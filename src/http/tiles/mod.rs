@@ -215,7 +215,8 @@ async fn tile(
     };
     let mut described = Answer::new(&state, dataset, "tile", "image/png")
         .key(format!("{}/{z}/{row}/{col}", t.id()))
-        .key(query.unwrap_or_default());
+        .key(query.unwrap_or_default())
+        .bytes(u64::from(TILE_SIZE * TILE_SIZE) * 4);
     if let Some(plan) = &plan {
         let decoded = plan.decoded_bytes();
         let deeper = (decoded as f64 / state.tile_read_limit_bytes as f64).log(4.0).ceil() as u8;

@@ -15,7 +15,7 @@
 //! - `read`: the process's caches, pools and limits, datasets and their
 //!   hierarchy, coordinates, fetching, the sharding partial decoder, slab
 //!   assembly and slab streams, geo reads (rasters, cells, default colour
-//!   ranges);
+//!   ranges are `compute::render`'s);
 //! - `compute`: answers computed from a read ([`reduce`]: reductions and
 //!   coarsening; [`render`]: pictures);
 //! - `view`: the whole dataset as a read-only Zarr v2 store.

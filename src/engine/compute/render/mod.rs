@@ -3,6 +3,7 @@
 //! NaN and `nodata` elements are transparent.
 
 mod colormap;
+mod default_range;
 
 pub use colormap::Colormap;
 

@@ -13,7 +13,7 @@ AZ_PORT=$(free_port)
 "$AZ_BIN" --blobHost 127.0.0.1 --blobPort "$AZ_PORT" --inMemoryPersistence \
   --skipApiVersionCheck --silent >"$WORK/azurite.log" 2>&1 &
 PIDS+=($!)
-wait_for "http://127.0.0.1:$AZ_PORT/"
+wait_for "http://127.0.0.1:$AZ_PORT/" 60
 export AZURE_STORAGE_USE_EMULATOR=true AZURITE_BLOB_STORAGE_URL=http://127.0.0.1:$AZ_PORT
 "$PY" tests/azure/upload.py "$AZURITE_BLOB_STORAGE_URL" zarr-fixtures interop/data.zarr "$ZARR_FIXTURES/data.zarr"
 store_suites az://zarr-fixtures/interop/data.zarr

@@ -13,7 +13,14 @@ mkdir -p "$WORK"
 step() { printf '\n==> %s\n' "$*"; }
 need_venv() { [ -x "$PY" ] || { echo "no Python venv at $VENV: run scripts/ci/setup.sh"; exit 1; }; }
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1"; return 1; }
+# wait_for URL [SECONDS]: until URL answers (30 s by default; a cold
+# Node or Java emulator can take more than 10 s to start on a busy runner).
+wait_for() {
+  local tries=$((${2:-30} * 10))
+  for _ in $(seq "$tries"); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "no answer from $1 after ${2:-30} s"
+  return 1
+}
 
 PIDS=()
 stop_all() {

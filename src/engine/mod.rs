@@ -14,10 +14,9 @@
 //!   (geometry to cells);
 //! - `read`: the process's caches, pools and limits, datasets and their
 //!   hierarchy, coordinates, fetching, the sharding partial decoder, slab
-//!   assembly and slab streams, geo reads (rasters, cells, default colour
-//!   ranges are `compute::render`'s);
+//!   assembly and slab streams, geo reads (rasters, cells);
 //! - `compute`: answers computed from a read ([`reduce`]: reductions and
-//!   coarsening; [`render`]: pictures);
+//!   coarsening; [`render`]: pictures and default colour ranges);
 //! - `view`: the whole dataset as a read-only Zarr v2 store.
 //!
 //! The paths below are the engine's API for the HTTP layer, the tests, the

@@ -25,6 +25,11 @@ pub(super) fn strong_etag(parts: &[&[u8]]) -> String {
         h.update(part);
         h.update([0]);
     }
+    tag(h)
+}
+
+/// The strong ETag of what `h` has hashed.
+pub(super) fn tag(h: Sha256) -> String {
     format!("\"{}\"", hex::encode(&h.finalize()[..16]))
 }
 

@@ -143,7 +143,7 @@ async fn region(
         // Without `format=`, the `Accept` header picks the representation.
         .header(header::VARY, HeaderValue::from_static("accept"));
     let ready = match described.check(method, headers).await? {
-        Checked::Answered(response) => return Ok(uncompressed(response, format, length, state)),
+        Checked::Answered(response) => return Ok(uncompressed(response, format, state)),
         Checked::Read(ready) => ready,
     };
     let response = match (streamed, encoder) {
@@ -168,16 +168,17 @@ async fn region(
             ready.whole(body)
         }
     };
-    let length = response
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse().ok());
-    Ok(uncompressed(response, format, length, state))
+    Ok(uncompressed(response, format, state))
 }
 
 /// Compressing numbers on the fly is several times slower than sending
-/// them: large binary answers go uncompressed (see `compress_max_bytes`).
-fn uncompressed(mut response: Response, format: Format, length: Option<u64>, state: &AppState) -> Response {
+/// them: large binary answers (by their `Content-Length`, on GET and HEAD
+/// alike) go uncompressed (see `compress_max_bytes`).
+fn uncompressed(mut response: Response, format: Format, state: &AppState) -> Response {
+    let length: Option<u64> = response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
     if matches!(format, Format::Binary | Format::Npy | Format::NetCdf | Format::GeoTiff)
         && length.unwrap_or(0) > state.compress_max_bytes
     {

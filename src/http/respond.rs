@@ -27,7 +27,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use super::conditional::if_none_match;
+use super::conditional::{if_none_match, tag};
 use super::problem::ApiError;
 use super::AppState;
 use crate::engine::{Dataset, ReadPlan, Versions};
@@ -231,7 +231,7 @@ impl<'a> Answer<'a> {
             h.update(version.as_deref().unwrap_or("-").as_bytes());
             h.update([0]);
         }
-        format!("\"{}\"", hex::encode(&h.finalize()[..16]))
+        tag(h)
     }
 }
 

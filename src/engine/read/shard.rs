@@ -311,9 +311,12 @@ impl Dataset {
                 }
                 items[i].source = Source::Encoded(data);
             }
-        } else if !fresh && index.etag.is_some() {
+        } else if !fresh && index.etag.is_some() && pin.is_none() {
             // No conditional read vouches for the cached index (and the
-            // cached chunks): ask for the shard's version.
+            // cached chunks): ask for the shard's version. A pinned read
+            // needs no asking: its pin was confirmed when the answer was
+            // named (`shard_version`), and the cached chunks are that
+            // version's.
             self.confirm_version(key, index.etag.as_deref()).await?;
         }
         Ok((index.etag.clone(), items))

@@ -15,8 +15,9 @@ use url::Url;
 
 use super::containers::{Containers, VirtualContainer};
 use super::local::LocalFiles;
+use super::objects::ObjectKeys;
 use super::references::ReferenceSet;
-use super::{Source, Store};
+use super::{Backend, Store};
 use crate::buffer_pool::BufferPool;
 
 /// Limits and backend options of one dataset's store.
@@ -81,12 +82,11 @@ impl Store {
                 .map_err(|_| format!("invalid file URL {}", redact(&url)))?,
             Ok(url) if url.scheme().len() > 1 => {
                 let (inner, root) = open_url(&url, options)?;
-                let mut store = Store::new(inner, root, options);
-                store.suffix_ranges = !matches!(url.scheme(), "az" | "azure" | "abfs" | "abfss");
-                if matches!(url.scheme(), "http" | "https") {
-                    store.listing_refused = Some(Arc::default());
-                }
-                return Ok(store);
+                let backend = Backend {
+                    no_suffix_ranges: matches!(url.scheme(), "az" | "azure" | "abfs" | "abfss"),
+                    may_refuse_listing: matches!(url.scheme(), "http" | "https"),
+                };
+                return Ok(Store::of_objects(ObjectKeys::new(inner, root, None), backend, options));
             }
             // A plain path (a one-letter "scheme" is a Windows drive).
             _ => std::path::PathBuf::from(location),
@@ -94,9 +94,12 @@ impl Store {
         let dir = std::path::absolute(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
         let root = Path::from_absolute_path(&dir).map_err(|e| format!("invalid path {}: {e}", dir.display()))?;
         let fs = Arc::new(LocalFileSystem::new());
-        let mut store = Store::new(fs.clone(), root, options);
-        store.local = Some(LocalFiles::new(fs, options.buffers.clone(), &dir));
-        Ok(store)
+        let local = LocalFiles::new(fs.clone(), options.buffers.clone(), &dir);
+        Ok(Store::of_objects(
+            ObjectKeys::new(fs, root, Some(local)),
+            Backend::default(),
+            options,
+        ))
     }
 }
 
@@ -114,10 +117,7 @@ impl Store {
         // own: its requests hold a permit while they read chunks here.
         let objects = Store::open(url.as_str(), &plain)?;
         let repository = super::icechunk::IcechunkRepository::new(url.clone(), options, containers, objects);
-        Ok(Store {
-            source: Source::Repository(Arc::new(repository)),
-            ..Store::open(url.as_str(), &plain)?
-        })
+        Ok(Store::open(url.as_str(), &plain)?.of_repository(Arc::new(repository)))
     }
 
     fn open_references(location: &str, set: &str, options: &StoreOptions) -> Result<Self, String> {
@@ -139,10 +139,7 @@ impl Store {
         let holder = Store::open(&dir, &plain)?;
         let containers = Arc::new(Containers::new(&options.containers, location, options)?);
         let references = ReferenceSet::new(holder, key.to_string(), options.ref_ttl, containers);
-        Ok(Store {
-            source: Source::References(Arc::new(references)),
-            ..Store::open(&dir, &plain)?
-        })
+        Ok(Store::open(&dir, &plain)?.of_references(references))
     }
 }
 

@@ -21,16 +21,19 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use bytes::Bytes;
-use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::containers::Containers;
+use super::source::{KeySource, Listing};
 use super::{check_version, ByteRange, ObjectInfo, ReadResult, Store, StoreError};
 
 mod parquet;
+mod parse;
+mod templates;
 use self::parquet::ParquetRefs;
+pub(crate) use self::parse::check_parse;
+use self::parse::{parse, MAX_JSON_BYTES};
 
 /// What a key refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,14 +209,12 @@ impl ReferenceSet {
     fn span_version(parsed: &Parsed, span: &Range<u64>) -> String {
         Self::version(parsed, &format!("{}-{}", span.start, span.end))
     }
+}
 
+#[async_trait::async_trait]
+impl KeySource for ReferenceSet {
     /// Read `range` of `key`; `None` when the set has no such key.
-    pub(crate) async fn get(
-        &self,
-        key: &str,
-        range: ByteRange,
-        if_match: Option<&str>,
-    ) -> Result<Option<ReadResult>, StoreError> {
+    async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
         let parsed = self.parsed().await?;
         let Some(reference) = self.lookup(&parsed, key).await? else {
             return Ok(None);
@@ -248,7 +249,7 @@ impl ReferenceSet {
     }
 
     /// Several ranges of `key`; `None` when missing.
-    pub(crate) async fn get_ranges(
+    async fn get_ranges(
         &self,
         key: &str,
         ranges: &[Range<u64>],
@@ -276,7 +277,7 @@ impl ReferenceSet {
 
     /// Metadata of `key` (a span's without reading it: the object is
     /// only checked against the allow-list).
-    pub(crate) async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+    async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         let parsed = self.parsed().await?;
         match self.lookup(&parsed, key).await?.as_ref() {
             None => Ok(None),
@@ -300,7 +301,7 @@ impl ReferenceSet {
     }
 
     /// The children of `prefix`: (directories, keys), each sorted.
-    pub(crate) async fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>), StoreError> {
+    async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
         let parsed = self.parsed().await?;
         let start = if prefix.is_empty() {
             String::new()
@@ -325,527 +326,5 @@ impl ReferenceSet {
         }
         dirs.dedup();
         Ok((dirs, files))
-    }
-}
-
-/// Most keys one reference set may hold, listed and generated together: a
-/// few hundred bytes of `gen` could otherwise ask for billions. About 200
-/// bytes each in memory, so a full set costs some 200 MiB.
-pub(crate) const MAX_KEYS: u64 = 1_000_000;
-
-/// Largest JSON reference set read (its parsed form takes several times
-/// as much memory); kerchunk writes larger sets as Parquet.
-pub(crate) const MAX_JSON_BYTES: u64 = 64 << 20;
-
-/// Deepest nesting of parentheses and signs in a `gen` expression.
-const MAX_EXPRESSION_DEPTH: usize = 64;
-
-/// Parse a reference set (version 0 or 1).
-fn parse(text: &[u8]) -> Result<BTreeMap<String, Reference>, String> {
-    parse_at_most(text, MAX_KEYS)
-}
-
-/// The fuzz property of the reference-set parser (`fuzz/`): any bytes give
-/// a set of at most `max_keys` keys whose spans are ranges, or an error.
-pub(crate) fn check_parse(text: &[u8], max_keys: u64) {
-    if let Ok(refs) = parse_at_most(text, max_keys) {
-        assert!(refs.len() as u64 <= max_keys, "{} keys", refs.len());
-        for reference in refs.values() {
-            if let Reference::Span(_, span) = reference {
-                assert!(span.start <= span.end, "{span:?}");
-            }
-        }
-    }
-}
-
-/// [`parse`] with at most `max_keys` keys.
-fn parse_at_most(text: &[u8], max_keys: u64) -> Result<BTreeMap<String, Reference>, String> {
-    let doc: Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
-    let object = doc.as_object().ok_or("not a JSON object")?;
-    let version = object.get("version").and_then(Value::as_u64);
-    let mut refs = BTreeMap::new();
-    if object.len() as u64 > max_keys {
-        return Err(format!(
-            "{} keys, more than the {max_keys} a reference set may hold",
-            object.len()
-        ));
-    }
-    let mut rendered = Rendered(MAX_RENDERED_BYTES);
-    let templates: BTreeMap<String, String> = match version {
-        None => {
-            for (key, value) in object {
-                refs.insert(
-                    key.clone(),
-                    reference(value, Names::templates(&BTreeMap::new()), &mut rendered)
-                        .map_err(|e| format!("key '{key}': {e}"))?,
-                );
-            }
-            return Ok(refs);
-        }
-        Some(1) => object
-            .get("templates")
-            .and_then(Value::as_object)
-            .map(|t| {
-                t.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        Some(v) => return Err(format!("unsupported version {v} (expected 0 or 1)")),
-    };
-    let listed = object
-        .get("refs")
-        .and_then(Value::as_object)
-        .ok_or("version 1 without 'refs'")?;
-    if listed.len() as u64 > max_keys {
-        return Err(format!(
-            "{} keys, more than the {max_keys} a reference set may hold",
-            listed.len()
-        ));
-    }
-    let mut budget = max_keys - listed.len() as u64;
-    for generator in object.get("gen").and_then(Value::as_array).into_iter().flatten() {
-        budget -= generate(generator, &templates, budget, max_keys, &mut rendered, &mut refs)?;
-    }
-    for (key, value) in listed {
-        refs.insert(
-            key.clone(),
-            reference(value, Names::templates(&templates), &mut rendered).map_err(|e| format!("key '{key}': {e}"))?,
-        );
-    }
-    Ok(refs)
-}
-
-/// Bytes of keys and URLs a set may make by expanding templates, in all: a
-/// short template named many times in many keys could otherwise ask for
-/// terabytes.
-const MAX_RENDERED_BYTES: usize = 256 << 20;
-
-/// What is left of [`MAX_RENDERED_BYTES`] while a set is parsed.
-struct Rendered(usize);
-
-impl Rendered {
-    /// Count `text`'s bytes; an error once the set has made too many.
-    fn take(&mut self, text: String) -> Result<String, String> {
-        self.0 = self
-            .0
-            .checked_sub(text.len())
-            .ok_or_else(|| format!("its templates expand to more than {MAX_RENDERED_BYTES} bytes of keys and URLs"))?;
-        Ok(text)
-    }
-}
-
-/// The names a `{{...}}` may use: a `gen` entry's variables, then the
-/// templates (borrowed, never copied per key).
-#[derive(Clone, Copy)]
-struct Names<'a> {
-    vars: &'a [(String, String)],
-    templates: &'a BTreeMap<String, String>,
-}
-
-impl<'a> Names<'a> {
-    fn templates(templates: &'a BTreeMap<String, String>) -> Self {
-        Self { vars: &[], templates }
-    }
-
-    fn get(&self, name: &str) -> Option<&'a str> {
-        match self.vars.iter().find(|(n, _)| n == name) {
-            Some((_, v)) => Some(v),
-            None => self.templates.get(name).map(String::as_str),
-        }
-    }
-}
-
-/// `{{name}}` replaced by each template (or variable) of `values`; an
-/// error past `rendered`'s bytes.
-fn render(text: &str, values: Names<'_>, rendered: &mut Rendered) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let close = rest[open..]
-            .find("}}")
-            .ok_or_else(|| format!("unclosed '{{{{' in '{text}'"))?
-            + open;
-        let expression = rest[open + 2..close].trim();
-        out.push_str(&evaluate(expression, values)?);
-        if out.len() > rendered.0 {
-            return rendered.take(out);
-        }
-        rest = &rest[close + 2..];
-    }
-    out.push_str(rest);
-    rendered.take(out)
-}
-
-/// A template name, or an integer expression of the variables (`i*100+8`).
-fn evaluate(expression: &str, values: Names<'_>) -> Result<String, String> {
-    if let Some(value) = values.get(expression) {
-        return Ok(value.to_string());
-    }
-    let mut parser = Expression {
-        tokens: tokens(expression)?,
-        at: 0,
-        depth: 0,
-        values,
-    };
-    let value = parser.sum()?;
-    if parser.at != parser.tokens.len() {
-        return Err(format!("cannot evaluate '{expression}'"));
-    }
-    Ok(value.to_string())
-}
-
-fn tokens(text: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c.is_whitespace() {
-            i += 1;
-        } else if c.is_ascii_alphanumeric() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            out.push(chars[start..i].iter().collect());
-        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
-            out.push("//".into());
-            i += 2;
-        } else if "+-*/%()".contains(c) {
-            out.push(c.to_string());
-            i += 1;
-        } else {
-            return Err(format!("unexpected '{c}' in '{text}'"));
-        }
-    }
-    Ok(out)
-}
-
-/// Integer arithmetic over `gen` variables: + - * // % and parentheses.
-struct Expression<'a> {
-    tokens: Vec<String>,
-    at: usize,
-    /// Parentheses and signs open around the current token.
-    depth: usize,
-    values: Names<'a>,
-}
-
-impl Expression<'_> {
-    fn peek(&self) -> Option<&str> {
-        self.tokens.get(self.at).map(String::as_str)
-    }
-
-    fn sum(&mut self) -> Result<i64, String> {
-        let mut value = self.product()?;
-        while let Some(op @ ("+" | "-")) = self.peek() {
-            let add = op == "+";
-            self.at += 1;
-            let rhs = self.product()?;
-            value = if add {
-                value.checked_add(rhs)
-            } else {
-                value.checked_sub(rhs)
-            }
-            .ok_or("overflow")?;
-        }
-        Ok(value)
-    }
-
-    fn product(&mut self) -> Result<i64, String> {
-        let mut value = self.atom()?;
-        while let Some(op @ ("*" | "/" | "//" | "%")) = self.peek() {
-            let op = op.to_string();
-            self.at += 1;
-            let rhs = self.atom()?;
-            value = match op.as_str() {
-                "*" => value.checked_mul(rhs),
-                "%" => value.checked_rem_euclid(rhs),
-                _ => value.checked_div_euclid(rhs),
-            }
-            .ok_or("overflow or division by zero")?;
-        }
-        Ok(value)
-    }
-
-    fn atom(&mut self) -> Result<i64, String> {
-        let token = self.peek().ok_or("expression ends early")?.to_string();
-        self.at += 1;
-        if matches!(token.as_str(), "(" | "-") {
-            self.depth += 1;
-            if self.depth > MAX_EXPRESSION_DEPTH {
-                return Err(format!("expression nested deeper than {MAX_EXPRESSION_DEPTH}"));
-            }
-            let value = self.nested(&token);
-            self.depth -= 1;
-            return value;
-        }
-        token
-            .parse()
-            .ok()
-            .or_else(|| self.values.get(&token).and_then(|v| v.parse().ok()))
-            .ok_or_else(|| format!("unknown name '{token}'"))
-    }
-
-    /// What follows an opening `(` or a sign.
-    fn nested(&mut self, opened: &str) -> Result<i64, String> {
-        match opened {
-            "(" => {
-                let value = self.sum()?;
-                if self.peek() != Some(")") {
-                    return Err("missing ')'".into());
-                }
-                self.at += 1;
-                Ok(value)
-            }
-            _ => self.atom()?.checked_neg().ok_or_else(|| "overflow".into()),
-        }
-    }
-}
-
-/// The keys of one `gen` entry: every combination of its dimensions, at
-/// most `budget` of them (counted before any is made); how many it made.
-fn generate(
-    generator: &Value,
-    templates: &BTreeMap<String, String>,
-    budget: u64,
-    max_keys: u64,
-    rendered: &mut Rendered,
-    refs: &mut BTreeMap<String, Reference>,
-) -> Result<u64, String> {
-    let field = |name: &str| {
-        generator
-            .get(name)
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("gen entry without '{name}'"))
-    };
-    let (key, url) = (field("key")?, field("url")?);
-    let offset = generator.get("offset").and_then(Value::as_str);
-    let length = generator.get("length").and_then(Value::as_str);
-    let dimensions = generator
-        .get("dimensions")
-        .and_then(Value::as_object)
-        .ok_or("gen entry without 'dimensions'")?;
-    let too_many =
-        || format!("gen entry '{key}' makes more than {budget} keys (a reference set holds at most {max_keys})");
-    let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
-    let mut total: u64 = 1;
-    for (name, spec) in dimensions {
-        let count = match spec {
-            Value::Array(items) => items.len() as u64,
-            _ => axis_range(name, spec)?.1,
-        };
-        total = total.checked_mul(count).filter(|t| *t <= budget).ok_or_else(too_many)?;
-    }
-    for (name, spec) in dimensions {
-        let values: Vec<i64> = match spec {
-            Value::Array(items) => items.iter().filter_map(Value::as_i64).collect(),
-            _ => {
-                let ((start, step), count) = axis_range(name, spec)?;
-                (0..count as i64).map(|k| start + k * step).collect()
-            }
-        };
-        axes.push((name.clone(), values));
-    }
-    let total = axes.iter().map(|(_, v)| v.len()).product::<usize>();
-    let mut vars: Vec<(String, String)> = axes.iter().map(|(name, _)| (name.clone(), String::new())).collect();
-    for mut index in 0..total {
-        for ((_, axis), (_, value)) in axes.iter().zip(&mut vars).rev() {
-            *value = axis[index % axis.len()].to_string();
-            index /= axis.len();
-        }
-        let values = Names { vars: &vars, templates };
-        let url = render(url, values, rendered)?;
-        let reference = match (offset, length) {
-            (Some(o), Some(l)) => {
-                let mut number = |t: &str| {
-                    render(t, values, rendered)?
-                        .trim()
-                        .parse::<u64>()
-                        .map_err(|e| format!("gen '{key}': {e}"))
-                };
-                let (o, l) = (number(o)?, number(l)?);
-                let end = o
-                    .checked_add(l)
-                    .ok_or_else(|| format!("gen '{key}': offset {o} + length {l} overflows"))?;
-                Reference::Span(url, o..end)
-            }
-            _ => Reference::Object(url),
-        };
-        refs.insert(render(key, values, rendered)?, reference);
-    }
-    Ok(total as u64)
-}
-
-/// A `{start, stop, step}` dimension of a `gen` entry: its start and step,
-/// and how many values it has (none when stop is not past start).
-fn axis_range(name: &str, spec: &Value) -> Result<((i64, i64), u64), String> {
-    let get = |k: &str, d: i64| spec.get(k).and_then(Value::as_i64).unwrap_or(d);
-    let (start, stop, step) = (get("start", 0), get("stop", 0), get("step", 1));
-    if step <= 0 {
-        return Err(format!("gen dimension '{name}' has step {step}"));
-    }
-    let span = (i128::from(stop) - i128::from(start)).max(0);
-    let count = (span + i128::from(step) - 1) / i128::from(step);
-    Ok(((start, step), count as u64))
-}
-
-/// One value of `refs`.
-fn reference(value: &Value, templates: Names<'_>, rendered: &mut Rendered) -> Result<Reference, String> {
-    match value {
-        Value::String(text) => match text.strip_prefix("base64:") {
-            Some(encoded) => base64::engine::general_purpose::STANDARD
-                .decode(encoded)
-                .map(|b| Reference::Inline(b.into()))
-                .map_err(|e| format!("bad base64: {e}")),
-            None => Ok(Reference::Inline(Bytes::from(text.clone()))),
-        },
-        Value::Array(items) => {
-            let url = items
-                .first()
-                .and_then(Value::as_str)
-                .ok_or("a reference's first item must be a URL")?;
-            let url = render(url, templates, rendered)?;
-            match items.len() {
-                1 => Ok(Reference::Object(url)),
-                3 => {
-                    let number = |v: &Value| v.as_u64().ok_or("offset and length must be non-negative integers");
-                    let (offset, length) = (number(&items[1])?, number(&items[2])?);
-                    let end = offset.checked_add(length).ok_or("offset + length overflows")?;
-                    Ok(Reference::Span(url, offset..end))
-                }
-                n => Err(format!("a reference has 1 or 3 items, not {n}")),
-            }
-        }
-        // Metadata written as a JSON object rather than as its text.
-        Value::Object(_) => Ok(Reference::Inline(Bytes::from(value.to_string()))),
-        _ => Err("a value must be text or a list".into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_0_and_1_parse() {
-        let v0 = br#"{".zgroup": "{\"zarr_format\": 2}", "a/0": ["s3://b/f.nc", 10, 5], "a/1": "base64:AAEC", "a/2": ["s3://b/g.nc"]}"#;
-        let refs = parse(v0).unwrap();
-        assert_eq!(
-            refs[".zgroup"],
-            Reference::Inline(Bytes::from_static(b"{\"zarr_format\": 2}"))
-        );
-        assert_eq!(refs["a/0"], Reference::Span("s3://b/f.nc".into(), 10..15));
-        assert_eq!(refs["a/1"], Reference::Inline(Bytes::from_static(&[0, 1, 2])));
-        assert_eq!(refs["a/2"], Reference::Object("s3://b/g.nc".into()));
-        let v1 = br#"{"version": 1, "templates": {"u": "s3://bucket/path/file.nc"},
-            "gen": [{"key": "x/{{i}}.{{j}}", "url": "{{u}}", "offset": "{{100 + (i*2 + j)*10}}", "length": "10",
-                     "dimensions": {"i": {"stop": 3}, "j": [0, 1]}}],
-            "refs": {"x/.zarray": "{}", "y/0": ["{{u}}", 0, 4]}}"#;
-        let refs = parse(v1).unwrap();
-        assert_eq!(refs.len(), 8);
-        assert_eq!(
-            refs["x/2.1"],
-            Reference::Span("s3://bucket/path/file.nc".into(), 150..160)
-        );
-        assert_eq!(
-            refs["x/0.0"],
-            Reference::Span("s3://bucket/path/file.nc".into(), 100..110)
-        );
-        assert_eq!(refs["y/0"], Reference::Span("s3://bucket/path/file.nc".into(), 0..4));
-        for bad in [
-            &br#"[1]"#[..],
-            br#"{"a": 1}"#,
-            br#"{"a": ["u", 1]}"#,
-            br#"{"version": 2, "refs": {}}"#,
-            br#"{"a": "base64:@@"}"#,
-        ] {
-            assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
-        }
-    }
-
-    #[test]
-    fn expressions_evaluate() {
-        let values = BTreeMap::from([("i".to_string(), "7".to_string())]);
-        for (text, want) in [
-            ("i", "7"),
-            ("i*3+1", "22"),
-            ("(i+1)*2", "16"),
-            ("i//2", "3"),
-            ("i%4", "3"),
-            ("-i + 10", "3"),
-        ] {
-            assert_eq!(evaluate(text, Names::templates(&values)).unwrap(), want, "{text}");
-        }
-        for bad in ["j", "i +", "i / 0", "(i", "i $ 2", "-(-9223372036854775807 - 1)"] {
-            assert!(evaluate(bad, Names::templates(&values)).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn hostile_sets_are_refused_before_they_cost_anything() {
-        // Deep nesting: an error, not a blown stack (100,000 deep).
-        let deep = format!("{}i{}", "(".repeat(100_000), ")".repeat(100_000));
-        let one = BTreeMap::from([("i".into(), "1".into())]);
-        let err = evaluate(&deep, Names::templates(&one)).unwrap_err();
-        assert!(err.contains("deeper than 64"), "{err}");
-        let signs = format!("{}1", "-".repeat(100_000));
-        let none = BTreeMap::new();
-        assert!(evaluate(&signs, Names::templates(&none))
-            .unwrap_err()
-            .contains("deeper"));
-        assert_eq!(
-            evaluate(
-                &format!("{}7{}", "(".repeat(60), ")".repeat(60)),
-                Names::templates(&none)
-            )
-            .unwrap(),
-            "7"
-        );
-        let gen = |dims: &str| {
-            format!(
-                r#"{{"version": 1, "refs": {{}}, "gen": [{{"key": "a/{{{{i}}}}", "url": "s3://b/f", "dimensions": {dims}}}]}}"#
-            )
-        };
-        // A range that would allocate 32 GB, or overflow when multiplied.
-        for dims in [
-            r#"{"i": {"stop": 4000000000}}"#,
-            r#"{"i": {"start": -9223372036854775808, "stop": 9223372036854775807}}"#,
-            r#"{"i": {"stop": 1001}, "j": {"stop": 1000}}"#,
-            r#"{"i": {"stop": 4294967296}, "j": {"stop": 4294967296}, "k": {"stop": 4294967296}}"#,
-        ] {
-            let err = parse(gen(dims).as_bytes()).unwrap_err();
-            assert!(err.contains("more than") && err.contains("1000000"), "{dims}: {err}");
-        }
-        // Within the limit: made, and an empty range makes nothing.
-        assert_eq!(
-            parse(gen(r#"{"i": {"stop": 1000}, "j": [1, 2]}"#).as_bytes())
-                .unwrap()
-                .len(),
-            1000
-        );
-        assert_eq!(
-            parse(gen(r#"{"i": {"start": 5, "stop": 2}}"#).as_bytes())
-                .unwrap()
-                .len(),
-            0
-        );
-        let stepped = parse(gen(r#"{"i": {"start": 1, "stop": 10, "step": 4}}"#).as_bytes()).unwrap();
-        assert_eq!(stepped.keys().collect::<Vec<_>>(), ["a/1", "a/5", "a/9"]);
-        // Listed keys count too.
-        let two = r#"{"version": 1, "refs": {"x": "1", "y": "2"}, "gen": [{"key": "a/{{i}}", "url": "u", "dimensions": {"i": {"stop": 999999}}}]}"#;
-        assert!(parse(two.as_bytes()).unwrap_err().contains("more than 999998"));
-        // Templates named many times in many keys: bounded bytes, not keys.
-        let big = format!(
-            r#"{{"version": 1, "templates": {{"t": "{}"}}, "refs": {{}}, "gen": [{{"key": "a/{{{{i}}}}", "url": "{}", "dimensions": {{"i": {{"stop": 100000}}}}}}]}}"#,
-            "x".repeat(10_000),
-            "{{t}}".repeat(100)
-        );
-        let err = parse(big.as_bytes()).unwrap_err();
-        assert!(err.contains("expand to more than"), "{err}");
-        // Offsets that overflow.
-        let span = r#"{"version": 1, "refs": {}, "gen": [{"key": "a/{{i}}", "url": "u", "offset": "18446744073709551615", "length": "{{i}}", "dimensions": {"i": [0, 1]}}]}"#;
-        assert!(parse(span.as_bytes()).unwrap_err().contains("overflows"));
     }
 }

@@ -1,0 +1,224 @@
+//! The limits every request of a store is held to, each a wrapper around a
+//! [`KeySource`] (as object_store's `LimitStore` and `ThrottledStore` wrap
+//! an `ObjectStore`): [`Limited`] bounds the requests in flight, [`TimedOut`]
+//! bounds how long one may take, [`Counted`] counts them for `/metrics`.
+//! [`Bounds`] is the three as one store configures them.
+
+use std::future::Future;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Semaphore;
+
+use super::source::{KeySource, Listing};
+use super::{ByteRange, ObjectInfo, ReadResult, StoreError};
+
+/// Counters of one store, read by `/metrics`.
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    /// Requests sent (GET, ranged GET, HEAD, LIST).
+    pub requests: AtomicU64,
+    /// Ranged GET requests among them.
+    pub range_requests: AtomicU64,
+    /// Payload bytes received.
+    pub bytes: AtomicU64,
+    /// Requests that failed (not counting missing keys).
+    pub(crate) errors: AtomicU64,
+}
+
+/// The limiter, timeout and counters of one store.
+#[derive(Debug, Clone)]
+pub(crate) struct Bounds {
+    /// Bounds the requests in flight to this store, so one dataset cannot
+    /// exhaust the backend (or the process) under a flood of requests.
+    limiter: Arc<Semaphore>,
+    timeout: Duration,
+    stats: Arc<StoreStats>,
+}
+
+impl Bounds {
+    pub(crate) fn new(max_concurrent_requests: usize, timeout: Duration) -> Self {
+        Self {
+            limiter: Arc::new(Semaphore::new(max_concurrent_requests.max(1))),
+            timeout,
+            stats: Arc::default(),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> &StoreStats {
+        &self.stats
+    }
+
+    /// `source` inside these bounds: counted, then limited, then timed
+    /// (waiting for a permit is not part of a request's time).
+    pub(crate) fn wrap(&self, source: Arc<dyn KeySource>) -> Arc<dyn KeySource> {
+        let timed = TimedOut {
+            inner: source,
+            timeout: self.timeout,
+        };
+        let limited = Limited {
+            inner: timed,
+            limiter: self.limiter.clone(),
+        };
+        Arc::new(Counted {
+            inner: limited,
+            stats: self.stats.clone(),
+        })
+    }
+
+    /// One request that is not a key's (resolving a ref), held to the same
+    /// bounds.
+    pub(crate) async fn run<T>(&self, request: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+        let _permit = self.limiter.acquire().await.expect("store limiter is never closed");
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        let result = within(self.timeout, request).await;
+        if result.is_err() {
+            self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+async fn within<T>(timeout: Duration, request: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    match tokio::time::timeout(timeout, request).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Timeout(timeout)),
+    }
+}
+
+/// At most as many requests in flight as the semaphore has permits.
+#[derive(Debug)]
+pub(crate) struct Limited<S> {
+    inner: S,
+    limiter: Arc<Semaphore>,
+}
+
+impl<S> Limited<S> {
+    async fn permit(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.limiter.acquire().await.expect("store limiter is never closed")
+    }
+}
+
+#[async_trait::async_trait]
+impl<S: KeySource> KeySource for Limited<S> {
+    async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
+        let _permit = self.permit().await;
+        self.inner.get(key, range, if_match).await
+    }
+
+    async fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[Range<u64>],
+        if_match: Option<&str>,
+    ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        let _permit = self.permit().await;
+        self.inner.get_ranges(key, ranges, if_match).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        let _permit = self.permit().await;
+        self.inner.head(key).await
+    }
+
+    async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
+        let _permit = self.permit().await;
+        self.inner.list_dir(prefix).await
+    }
+}
+
+/// Each request fails with [`StoreError::Timeout`] after `timeout`.
+#[derive(Debug)]
+pub(crate) struct TimedOut<S> {
+    inner: S,
+    timeout: Duration,
+}
+
+#[async_trait::async_trait]
+impl<S: KeySource> KeySource for TimedOut<S> {
+    async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
+        within(self.timeout, self.inner.get(key, range, if_match)).await
+    }
+
+    async fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[Range<u64>],
+        if_match: Option<&str>,
+    ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        within(self.timeout, self.inner.get_ranges(key, ranges, if_match)).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        within(self.timeout, self.inner.head(key)).await
+    }
+
+    async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
+        within(self.timeout, self.inner.list_dir(prefix)).await
+    }
+}
+
+/// Counts requests, ranged requests, bytes received and failures. Several
+/// ranges read at once count as the ranged reads they stand for.
+#[derive(Debug)]
+pub(crate) struct Counted<S> {
+    inner: S,
+    stats: Arc<StoreStats>,
+}
+
+impl<S> Counted<S> {
+    fn count<T>(&self, requests: u64, ranged: u64, result: &Result<T, StoreError>) {
+        self.stats.requests.fetch_add(requests, Ordering::Relaxed);
+        self.stats.range_requests.fetch_add(ranged, Ordering::Relaxed);
+        if result.is_err() {
+            self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn received(&self, bytes: usize) {
+        self.stats.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+#[async_trait::async_trait]
+impl<S: KeySource> KeySource for Counted<S> {
+    async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
+        let ranged = u64::from(range != ByteRange::All);
+        let result = self.inner.get(key, range, if_match).await;
+        self.count(1, ranged, &result);
+        if let Ok(Some(read)) = &result {
+            self.received(read.data.len());
+        }
+        result
+    }
+
+    async fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[Range<u64>],
+        if_match: Option<&str>,
+    ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        let result = self.inner.get_ranges(key, ranges, if_match).await;
+        let count = ranges.len().max(1) as u64;
+        self.count(count, ranges.len() as u64, &result);
+        if let Ok(Some(parts)) = &result {
+            self.received(parts.iter().map(Bytes::len).sum());
+        }
+        result
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        let result = self.inner.head(key).await;
+        self.count(1, 0, &result);
+        result
+    }
+
+    async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
+        let result = self.inner.list_dir(prefix).await;
+        self.count(1, 0, &result);
+        result
+    }
+}

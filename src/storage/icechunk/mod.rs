@@ -1,0 +1,327 @@
+//! Icechunk repositories, read with the `icechunk` crate.
+//!
+//! A repository (`icechunk+file://`, `+s3://`, `+gs://`, `+az://`,
+//! `+https://`) is opened once, on first use. A [`Version`] (a branch, a tag
+//! or a snapshot id) resolves to a snapshot id; a branch's or tag's snapshot
+//! is remembered for the dataset's `ref_ttl`, so a new commit is seen within
+//! that time. Each snapshot is read through one read-only session, which
+//! looks like a store of Zarr v3 keys: `zarr.json` per node (the node's
+//! stored document) and chunk keys. Native and inline chunks come from the
+//! crate; virtual chunks are read through [`Containers`] (the allow-list),
+//! never by the crate. Every object of a snapshot has the snapshot id as its
+//! ETag: a snapshot never changes.
+
+mod snapshot;
+mod storage;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use icechunk::format::SnapshotId;
+use icechunk::repository::VersionInfo;
+use icechunk::Repository;
+use tokio::sync::{OnceCell, RwLock};
+use url::Url;
+
+pub(crate) use self::snapshot::IcechunkSnapshot;
+pub(crate) use self::storage::check_options;
+use self::storage::storage_for;
+use super::containers::Containers;
+use super::source::{KeySource, Listing};
+use super::{ByteRange, ObjectInfo, ReadResult, Store, StoreError, StoreOptions};
+
+/// A version of a repository, as a URL names it after `@`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// `branch.NAME`: the branch's tip, which moves.
+    Branch(String),
+    /// `tag.NAME`
+    Tag(String),
+    /// A snapshot id (20 Crockford base-32 characters).
+    Snapshot(String),
+}
+
+impl Version {
+    /// Parse `branch.NAME`, `tag.NAME` or a snapshot id.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let named = |kind: &str, name: &str| {
+            if name.is_empty() || name.contains('/') {
+                Err(format!(
+                    "malformed ref '{text}': a {kind} name must be non-empty and without '/'"
+                ))
+            } else {
+                Ok(name.to_string())
+            }
+        };
+        if let Some(name) = text.strip_prefix("branch.") {
+            return named("branch", name).map(Version::Branch);
+        }
+        if let Some(name) = text.strip_prefix("tag.") {
+            return named("tag", name).map(Version::Tag);
+        }
+        match SnapshotId::try_from(text) {
+            Ok(_) if text.len() == 20 => Ok(Version::Snapshot(text.to_string())),
+            _ => Err(format!(
+                "malformed ref '{text}': expected branch.NAME, tag.NAME or a snapshot id (20 characters of Crockford base 32)"
+            )),
+        }
+    }
+
+    /// Whether what this names never changes (a tag or a snapshot).
+    pub fn is_immutable(&self) -> bool {
+        !matches!(self, Version::Branch(_))
+    }
+
+    fn info(&self) -> Result<VersionInfo, StoreError> {
+        Ok(match self {
+            Version::Branch(b) => VersionInfo::BranchTipRef(b.clone()),
+            Version::Tag(t) => VersionInfo::TagRef(t.clone()),
+            Version::Snapshot(s) => VersionInfo::SnapshotId(
+                SnapshotId::try_from(s.as_str()).map_err(|e| StoreError::BadVersion(e.to_string()))?,
+            ),
+        })
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Version::Branch(b) => write!(f, "branch.{b}"),
+            Version::Tag(t) => write!(f, "tag.{t}"),
+            Version::Snapshot(s) => f.write_str(s),
+        }
+    }
+}
+
+/// The branches and tags of a repository, each with its snapshot id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refs {
+    /// (name, snapshot id), sorted by name.
+    pub branches: Vec<(String, String)>,
+    /// (name, snapshot id), sorted by name.
+    pub tags: Vec<(String, String)>,
+}
+
+/// One Icechunk repository of a dataset.
+pub(crate) struct IcechunkRepository {
+    /// The dataset URL without `icechunk+`.
+    url: Url,
+    options: StoreOptions,
+    repository: OnceCell<Repository>,
+    /// Branch and tag names to snapshot ids, for `ref_ttl`.
+    tips: moka::future::Cache<Version, String>,
+    /// Open sessions by snapshot id.
+    snapshots: moka::future::Cache<String, Arc<IcechunkSnapshot>>,
+    containers: Arc<Containers>,
+    /// The repository's own objects, read through our store (see [`IcechunkSnapshot`]).
+    objects: Store,
+}
+
+impl std::fmt::Debug for IcechunkRepository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcechunkRepository")
+            .field("url", &super::open::redact(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a repository error means "no such ref or snapshot".
+fn is_unknown(error: &icechunk::repository::RepositoryError) -> bool {
+    use icechunk::format::IcechunkFormatErrorKind as F;
+    use icechunk::refs::RefErrorKind;
+    use icechunk::repository::RepositoryErrorKind as K;
+    matches!(
+        &error.kind,
+        K::Ref(RefErrorKind::RefNotFound(_))
+            | K::StorageError(icechunk::storage::StorageErrorKind::ObjectNotFound)
+            | K::SnapshotNotFound { .. }
+            | K::InvalidSnapshotId(_)
+            | K::FormatError(F::SnapshotIdNotFound { .. } | F::BranchNotFound { .. } | F::TagNotFound { .. })
+    )
+}
+
+/// Whether a repository error means "not a valid ref name".
+fn is_malformed(error: &icechunk::repository::RepositoryError) -> bool {
+    use icechunk::refs::RefErrorKind;
+    use icechunk::repository::RepositoryErrorKind as K;
+    matches!(&error.kind, K::Ref(RefErrorKind::InvalidRefName(_)))
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("icechunk: {e}"))
+}
+
+impl IcechunkRepository {
+    /// The repository at `url` (the dataset URL without `icechunk+`); nothing
+    /// is contacted until the first request.
+    pub(crate) fn new(url: Url, options: &StoreOptions, containers: Arc<Containers>, objects: Store) -> Self {
+        Self {
+            url,
+            options: options.clone(),
+            repository: OnceCell::new(),
+            tips: moka::future::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(options.ref_ttl.max(Duration::from_millis(1)))
+                .build(),
+            snapshots: moka::future::Cache::builder().max_capacity(64).build(),
+            containers,
+            objects,
+        }
+    }
+
+    async fn repository(&self) -> Result<&Repository, StoreError> {
+        self.repository
+            .get_or_try_init(|| async {
+                let storage = storage_for(&self.url, &self.options).await?;
+                Repository::open(storage).execute().await.map_err(|e| {
+                    unavailable(format!(
+                        "cannot open the repository at {}: {e}",
+                        super::open::redact(&self.url)
+                    ))
+                })
+            })
+            .await
+    }
+
+    /// The snapshot id `version` names now.
+    pub(crate) async fn resolve(&self, version: &Version) -> Result<String, StoreError> {
+        if let Some(id) = self.tips.get(version).await {
+            return Ok(id);
+        }
+        let repository = self.repository().await?;
+        let resolved = match version {
+            Version::Branch(b) => repository.lookup_branch(b).await,
+            Version::Tag(t) => repository.lookup_tag(t).await,
+            Version::Snapshot(s) => {
+                let id = SnapshotId::try_from(s.as_str()).map_err(|e| StoreError::BadVersion(e.to_string()))?;
+                repository.lookup_snapshot(&id).await.map(|info| info.id)
+            }
+        };
+        let id = match resolved {
+            Ok(id) => id.to_string(),
+            Err(e) if is_malformed(&e) => {
+                return Err(StoreError::BadVersion(format!("malformed ref '{version}': {e}")))
+            }
+            Err(e) if is_unknown(&e) => {
+                return Err(StoreError::UnknownVersion(format!(
+                    "no ref '{version}' in this repository"
+                )))
+            }
+            Err(e) => return Err(unavailable(e)),
+        };
+        self.tips.insert(version.clone(), id.clone()).await;
+        Ok(id)
+    }
+
+    /// A read-only view of snapshot `id` (resolved by [`Self::resolve`]).
+    pub(crate) async fn snapshot(&self, id: &str) -> Result<Arc<IcechunkSnapshot>, StoreError> {
+        let open = async {
+            let repository = self.repository().await?;
+            let version = Version::Snapshot(id.to_string()).info()?;
+            let session = repository.readonly_session(&version).await.map_err(|e| {
+                if is_unknown(&e) {
+                    StoreError::UnknownVersion(format!("no snapshot '{id}' in this repository"))
+                } else {
+                    unavailable(e)
+                }
+            })?;
+            let snapshot_id = SnapshotId::try_from(id).map_err(|e| StoreError::BadVersion(e.to_string()))?;
+            let written = repository
+                .lookup_snapshot(&snapshot_id)
+                .await
+                .map(|info| SystemTime::from(info.flushed_at))
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let session = Arc::new(RwLock::new(session));
+            let store = icechunk::Store::from_session(session.clone()).await;
+            Ok(Arc::new(IcechunkSnapshot {
+                id: id.to_string(),
+                store,
+                session,
+                written,
+                containers: self.containers.clone(),
+                objects: self.objects.clone(),
+            }))
+        };
+        self.snapshots
+            .try_get_with(id.to_string(), open)
+            .await
+            .map_err(|e: Arc<StoreError>| (*e).clone())
+    }
+
+    /// Every branch and tag with its snapshot id.
+    pub(crate) async fn refs(&self) -> Result<Refs, StoreError> {
+        let repository = self.repository().await?;
+        let mut refs = Refs::default();
+        for name in repository.list_branches().await.map_err(unavailable)? {
+            let id = repository.lookup_branch(&name).await.map_err(unavailable)?;
+            refs.branches.push((name, id.to_string()));
+        }
+        for name in repository.list_tags().await.map_err(unavailable)? {
+            let id = repository.lookup_tag(&name).await.map_err(unavailable)?;
+            refs.tags.push((name, id.to_string()));
+        }
+        Ok(refs)
+    }
+}
+
+/// A repository's `main` at its tip now: what reads not pinned to a
+/// version (readiness) read.
+#[derive(Debug)]
+pub(crate) struct MainTip(pub(crate) Arc<IcechunkRepository>);
+
+impl MainTip {
+    async fn snapshot(&self) -> Result<Arc<IcechunkSnapshot>, StoreError> {
+        let id = self.0.resolve(&Version::Branch("main".into())).await?;
+        self.0.snapshot(&id).await
+    }
+}
+
+#[async_trait::async_trait]
+impl KeySource for MainTip {
+    async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
+        self.snapshot().await?.get(key, range, if_match).await
+    }
+
+    async fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[std::ops::Range<u64>],
+        if_match: Option<&str>,
+    ) -> Result<Option<Vec<bytes::Bytes>>, StoreError> {
+        self.snapshot().await?.get_ranges(key, ranges, if_match).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        self.snapshot().await?.head(key).await
+    }
+
+    async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
+        self.snapshot().await?.list_dir(prefix).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_and_name_themselves() {
+        for text in ["branch.main", "tag.v1.0", "branch.dev-2", "1CECHNKREP0F1RSTCMT0"] {
+            assert_eq!(Version::parse(text).unwrap().to_string(), text);
+        }
+        assert!(Version::parse("tag.v1").unwrap().is_immutable());
+        assert!(!Version::parse("branch.main").unwrap().is_immutable());
+        for bad in [
+            "",
+            "main",
+            "branch.",
+            "tag.",
+            "tag.a/b",
+            "ABC",
+            "1CECHNKREP0F1RSTCMT0X",
+            "1CECHNKREP0F1RSTCMTU",
+        ] {
+            assert!(Version::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! What every handler shares: the datasets, the process's resources and
+//! the settings of the HTTP layer.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{header, HeaderMap, HeaderValue};
+
+use super::{dap2, ApiError};
+use crate::config::Config;
+use crate::engine::{Dataset, Resources};
+use crate::metrics::Metrics;
+use crate::storage::Store;
+
+/// A dataset as the HTTP layer serves it.
+#[derive(Debug)]
+pub(crate) struct ServedDataset {
+    /// The engine's dataset.
+    pub dataset: Dataset,
+    /// Bearer token required, if any (compared in constant time).
+    pub(super) token: Option<String>,
+}
+
+/// Shared state of all handlers.
+#[derive(Debug)]
+pub struct AppState {
+    pub(super) datasets: BTreeMap<String, ServedDataset>,
+    /// The process's limits, pools and caches (shared with every dataset).
+    pub(super) resources: Arc<Resources>,
+    pub(super) metrics: Arc<Metrics>,
+    /// The length of each answer sent whole, by its ETag: a HEAD of one
+    /// whose length depends on its values (JSON, a picture) states it
+    /// without reading again.
+    pub(super) answer_lengths: moka::sync::Cache<String, u64>,
+    pub(super) max_response_bytes: u64,
+    pub(super) tile_read_limit_bytes: u64,
+    pub(super) wms_max_size: u32,
+    pub(super) edr_max_polygon_vertices: u32,
+    /// DAP2 datasets of groups, kept for `metadata_ttl`.
+    pub(super) dap_models: dap2::Models,
+    pub(super) compress_max_bytes: u64,
+    pub(super) request_timeout: Duration,
+    pub(super) cors_origins: Vec<String>,
+    /// `Cache-Control` of cacheable responses.
+    pub(super) cache_control: HeaderValue,
+    /// Bearer token `/metrics` requires, if any.
+    pub(super) metrics_token: Option<String>,
+    /// `public_url` without a trailing slash, if set.
+    pub(super) public_url: Option<String>,
+}
+
+impl AppState {
+    /// Build the state from a validated config: opens every dataset's store
+    /// (without contacting it: readiness checks that).
+    pub fn from_config(config: &Config) -> Result<Arc<Self>, String> {
+        let resources = Arc::new(Resources::new(&config.resource_options()));
+        let mut datasets = BTreeMap::new();
+        for (name, ds) in &config.datasets {
+            let options = config.store_options(ds, resources.buffers());
+            let store = Store::open(&ds.url, &options).map_err(|e| format!("dataset '{name}': {e}"))?;
+            let dataset = Dataset::new(name, ds.description.clone(), store, resources.clone());
+            datasets.insert(
+                name.clone(),
+                ServedDataset {
+                    dataset,
+                    token: ds.token.clone(),
+                },
+            );
+        }
+        Ok(Arc::new(Self {
+            datasets,
+            resources,
+            metrics: Arc::default(),
+            max_response_bytes: config.max_response_bytes,
+            tile_read_limit_bytes: config.tile_read_limit_bytes,
+            wms_max_size: config.wms_max_size,
+            edr_max_polygon_vertices: config.edr_max_polygon_vertices,
+            answer_lengths: moka::sync::Cache::new(100_000),
+            dap_models: moka::future::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
+                .build(),
+            compress_max_bytes: config.compress_max_bytes,
+            request_timeout: Duration::from_secs_f64(config.request_timeout_secs),
+            cors_origins: config.cors_origins.clone(),
+            cache_control: HeaderValue::from_str(&format!("max-age={}", config.cache_max_age_secs))
+                .expect("a number is a valid header value"),
+            metrics_token: config.metrics_token.clone(),
+            public_url: config
+                .public_url
+                .as_deref()
+                .map(|u| u.trim_end_matches('/').to_string()),
+        }))
+    }
+
+    /// The dataset a URL names (`name`, or `name@ref` for a version of an
+    /// Icechunk repository), if the request may read it.
+    /// A dataset without versions is the configured one, not a copy.
+    pub(super) async fn dataset<'a>(
+        &'a self,
+        addressed: &'a str,
+        headers: &HeaderMap,
+    ) -> Result<Cow<'a, Dataset>, ApiError> {
+        let (configured, version) = self.configured(addressed, headers)?;
+        if version.is_none() && !configured.store().is_versioned() {
+            return Ok(Cow::Borrowed(configured));
+        }
+        Ok(Cow::Owned(configured.at(version).await?))
+    }
+
+    /// The configured dataset a URL names, and the version it asks for.
+    pub(super) fn configured<'a>(
+        &'a self,
+        addressed: &'a str,
+        headers: &HeaderMap,
+    ) -> Result<(&'a Dataset, Option<&'a str>), ApiError> {
+        let (name, version) = match addressed.split_once('@') {
+            Some((name, version)) => (name, Some(version)),
+            None => (addressed, None),
+        };
+        let served = self
+            .datasets
+            .get(name)
+            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
+        check_token(served.token.as_deref(), headers)?;
+        Ok((&served.dataset, version))
+    }
+
+    /// The datasets this request may read (an unknown token sees what an
+    /// anonymous request sees).
+    pub(super) fn readable_datasets<'a>(&'a self, headers: &'a HeaderMap) -> impl Iterator<Item = &'a Dataset> + 'a {
+        self.datasets
+            .values()
+            .filter(|d| check_token(d.token.as_deref(), headers).is_ok())
+            .map(|d| &d.dataset)
+    }
+}
+
+/// 401 without a bearer token, 403 with a wrong one, when `token` is set.
+pub(super) fn check_token(token: Option<&str>, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(token) = token else {
+        return Ok(());
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .ok_or(ApiError::Unauthorized)?;
+    use subtle::ConstantTimeEq;
+    if bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden)
+    }
+}
+
+/// The URL of `path` on this server: under `public_url` when it is set,
+/// else as the request reached it (its `Host`, which must look like a host
+/// name: anything else gives a relative link, never markup from a header).
+pub(crate) fn absolute(state: &AppState, headers: &HeaderMap, path: &str) -> String {
+    format!("{}{path}", origin(state, headers))
+}
+
+/// The scheme, host and prefix links start with: `public_url`, else the
+/// request's `Host` and `X-Forwarded-Proto`, else nothing.
+pub(crate) fn origin(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(url) = &state.public_url {
+        return url.clone();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b)));
+    let proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .filter(|p| *p == "https")
+        .unwrap_or("http");
+    match host {
+        Some(host) => format!("{proto}://{host}"),
+        None => String::new(),
+    }
+}

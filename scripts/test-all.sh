@@ -34,11 +34,19 @@ if [ -z "${ZS_WORK:-}" ]; then
   trap 'rm -rf "$ZS_WORK"' EXIT
 fi
 export ZS_WORK
+mkdir -p "$ZS_WORK"
 passed=0
 started=$SECONDS
 for stage in "${stages[@]}"; do
   t=$SECONDS
-  "scripts/ci/$stage.sh"
+  # A failing stage ends with the logs of the services it ran; its own
+  # reason comes again after them, so the end of the output names it.
+  if ! "scripts/ci/$stage.sh" 2>&1 | tee "$ZS_WORK/stage.out"; then
+    printf '\n==> stage %s FAILED after %d s; its last lines before the service logs:\n' "$stage" $((SECONDS - t))
+    sed '/^--- last lines of /,$d' "$ZS_WORK/stage.out" | tail -60
+    printf '==> stage %s FAILED (%d stages passed before it)\n' "$stage" "$passed"
+    exit 1
+  fi
   passed=$((passed + 1))
   printf '==> stage %s passed in %d s\n' "$stage" $((SECONDS - t))
 done

@@ -1,9 +1,10 @@
 //! The guarantees of api.md 4.1, checked the same way on every route that
 //! reads array data (as object_store runs one suite against every
-//! backend): here, admission. Each route takes one of
-//! `max_concurrent_reads` read slots and answers 503 with `Retry-After`
-//! when none frees up in time; a streamed answer holds its slot until it
-//! has been sent.
+//! backend): admission (a read slot, 503 when none frees up in time), 413
+//! and 304 before any chunk is fetched, HEAD with GET's headers, and for
+//! every format that streams, a body cut short when a chunk fails after
+//! the status went out and the reading stopped when the client goes away.
+//! Bounded memory while streaming each format is `tests/memory.rs`'s.
 
 mod common;
 
@@ -312,5 +313,120 @@ async fn a_first_head_reads_no_chunk_data_when_the_length_is_known() {
     assert_eq!(bytes_fetched(&server).await - before, 0, "the second HEAD read");
     let get = client().get(server.url(measured)).send().await.unwrap();
     assert_eq!(get.headers().get("content-length"), length.as_ref());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every format that streams a large answer, as requests of the whole of
+/// the `big` dataset's `tas`.
+const STREAMED: [(&str, &str); 7] = [
+    ("binary", "/v1/datasets/big/data/tas"),
+    ("npy", "/v1/datasets/big/data/tas?format=npy"),
+    ("JSON", "/v1/datasets/big/data/tas?format=json"),
+    ("CSV", "/v1/datasets/big/data/tas?format=csv"),
+    ("NetCDF", "/v1/datasets/big/data/tas?format=netcdf"),
+    ("DAP2 .dods", "/v1/datasets/big/dap.dods?tas"),
+    ("DAP2 .ascii", "/v1/datasets/big/dap.ascii?tas"),
+];
+
+/// A counter or gauge of `/metrics` without labels, or with exactly `labels`.
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// The read slots held now, over every route.
+fn reads_in_flight(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with("zarr_serve_reads_in_flight"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// A body read until it ends or fails: the bytes that came, and whether
+/// it ended cleanly.
+async fn drain(resp: reqwest::Response) -> (u64, bool) {
+    use futures::StreamExt;
+    let mut stream = resp.bytes_stream();
+    let mut bytes = 0;
+    while let Some(piece) = stream.next().await {
+        match piece {
+            Ok(piece) => bytes += piece.len() as u64,
+            Err(_) => return (bytes, false),
+        }
+    }
+    (bytes, true)
+}
+
+/// api.md 4.1 (6): a chunk that fails after the status went out ends the
+/// connection short in every streaming format (never a body that looks
+/// whole), is counted, and leaves no read slot held.
+#[tokio::test]
+async fn a_failure_mid_stream_cuts_every_streamed_body_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = uncached_big_server(dir.path(), |cfg| cfg.slab_bytes = 256 << 10).await;
+    // The last chunk in C order, cut short: found corrupt only when reached.
+    let last = dir.path().join("tas/c/7/7");
+    let stored = std::fs::read(&last).unwrap();
+    std::fs::write(&last, &stored[..stored.len() / 2]).unwrap();
+    let mut failures = Vec::new();
+    for (name, path) in STREAMED {
+        let before = metric(&metrics(&server).await, "zarr_serve_stream_errors_total");
+        let resp = client().get(server.url(path)).send().await.unwrap();
+        let status = resp.status();
+        let length = resp.content_length();
+        let (got, clean) = drain(resp).await;
+        let after = metrics(&server).await;
+        let counted = metric(&after, "zarr_serve_stream_errors_total") - before;
+        let looks_whole = clean && length.is_none_or(|l| got >= l);
+        if status != 200 || looks_whole || counted != 1 {
+            failures.push(format!(
+                "{name}: {status}, {got} of {length:?} bytes, ended cleanly: {clean}, stream errors counted: {counted}"
+            ));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        reads_in_flight(&metrics(&server).await),
+        0,
+        "slots held after the failures"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// api.md 4.1 (5): a client that goes away after the first bytes of a
+/// large streamed answer stops the reading: the read slot frees, and the
+/// store is asked for little more than what was in flight, in every
+/// streaming format.
+#[tokio::test]
+async fn a_client_that_goes_away_stops_every_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = uncached_big_server(dir.path(), |cfg| cfg.slab_bytes = 256 << 10).await;
+    // The whole array is 16 MiB of chunks; a stream that went on would
+    // fetch all of it.
+    let whole = 2048 * 2048 * 4;
+    let mut failures = Vec::new();
+    for (name, path) in STREAMED {
+        let before = bytes_fetched(&server).await;
+        let mut resp = client().get(server.url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{name}");
+        assert!(resp.chunk().await.unwrap().is_some(), "{name}: no first piece");
+        drop(resp);
+        // Until the server has noticed: its slot freed.
+        let started = std::time::Instant::now();
+        while reads_in_flight(&metrics(&server).await) > 0 && started.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let held = reads_in_flight(&metrics(&server).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let fetched = bytes_fetched(&server).await - before;
+        if held > 0 || fetched > whole / 2 {
+            failures.push(format!(
+                "{name}: {held} slots held 5 s after the client left; {fetched} of {whole} bytes fetched"
+            ));
+        }
+        println!("{name}: {fetched} of {whole} bytes fetched before the stream stopped");
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -7,6 +7,7 @@
 //! tail); a large one streams slab by slab through the same calls, so every
 //! format shares the ETag, 413 and abort-on-error rules of the read path.
 //!
+//! - [`ascii`]: OPeNDAP DAP2's ASCII rows of an array.
 //! - [`csv`]: one row per element, its labels then its value.
 //! - [`geotiff`]: a one-band GeoTIFF of a 2-D result on a regular grid.
 //! - [`json`]: the JSON document of a region.
@@ -14,11 +15,12 @@
 //! - [`npy`]: a NumPy `.npy` file.
 //! - [`png`]: pictures as PNG files.
 //! - [`xdr`]: OPeNDAP DAP2's XDR (big-endian, the DAP2 type of each
-//!   Zarr data type, array lengths and padding).
+//!   Zarr data type, array lengths and padding), an array at a time.
 //! - [`xml`]: text escaped for XML 1.0 and HTML.
 
 use bytes::Bytes;
 
+pub mod ascii;
 pub mod csv;
 pub mod geotiff;
 pub mod json;

@@ -8,6 +8,12 @@
 //! 4 bytes, the value last). Datetimes are `Float64` counts of a CF unit
 //! since 1970-01-01 (NaT is NaN); 64-bit integers are `Float64`.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::Encoder;
+use crate::buffer_pool::BufferPool;
 use crate::engine::{values, DataType};
 
 /// A DAP2 base type.
@@ -180,6 +186,80 @@ pub fn append_scalar(data_type: DataType, data: &[u8], out: &mut Vec<u8>) -> Res
         out.extend_from_slice(&[0, 0, 0, byte]);
     }
     Ok(())
+}
+
+/// One array of a `.dods` answer: its length (twice; once for strings),
+/// its elements, padding; or a scalar's one element.
+pub struct XdrArray {
+    data_type: DataType,
+    dap: DapType,
+    /// Elements (1 for a scalar).
+    count: u64,
+    scalar: bool,
+    /// The read gives the elements big-endian already: sent as they are.
+    big_endian: bool,
+    buffers: Arc<BufferPool>,
+}
+
+impl XdrArray {
+    /// An array of `count` elements of DAP2 type `dap` (a scalar when
+    /// `scalar`); `big_endian`
+    /// when its read swaps the elements itself ([`sent_as_stored`]).
+    pub fn new(
+        data_type: DataType,
+        dap: DapType,
+        count: u64,
+        scalar: bool,
+        big_endian: bool,
+        buffers: Arc<BufferPool>,
+    ) -> Self {
+        Self {
+            data_type,
+            dap,
+            count,
+            scalar,
+            big_endian,
+            buffers,
+        }
+    }
+}
+
+impl Encoder for XdrArray {
+    fn head(&self) -> Bytes {
+        match self.scalar {
+            true => Bytes::new(),
+            false => Bytes::from(array_header(self.dap, self.count)),
+        }
+    }
+
+    fn elements(&self, _start: u64, data: Bytes) -> Result<Bytes, String> {
+        if self.big_endian {
+            return Ok(data);
+        }
+        let wide = self.dap.element_bytes().unwrap_or(4) as usize;
+        let mut out = self
+            .buffers
+            .take_empty((data.len() / self.data_type.size().max(1)) * wide + 4);
+        match self.scalar {
+            true => append_scalar(self.data_type, &data, &mut out),
+            false => append_elements(self.data_type, &data, &mut out),
+        }?;
+        Ok(BufferPool::into_bytes(&self.buffers, out))
+    }
+
+    fn tail(&self) -> Bytes {
+        match self.scalar {
+            true => Bytes::new(),
+            false => Bytes::from_static(array_trailer(self.dap, self.count)),
+        }
+    }
+
+    fn length(&self) -> Option<u64> {
+        match self.scalar {
+            true => self.dap.scalar_bytes(),
+            false => self.dap.array_bytes(self.count),
+        }
+    }
 }
 
 /// One string: its length, its bytes, padding to 4.

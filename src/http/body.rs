@@ -1,9 +1,137 @@
-//! Response bodies written as they are made: by a streaming task
-//! ([`channel_body`]) or a blocking writer ([`ChannelWriter`]).
+//! Response bodies written as they are made: the slabs of one or more
+//! reads, each through its encoder ([`stream_parts`], every route that
+//! streams array data), or what a blocking writer writes ([`ChannelWriter`]).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+
+use super::respond::INLINE_ENCODE_BYTES;
+use crate::encode::Encoder;
+use crate::engine::{DataType, Dataset, ReadPlan, Versions};
+use crate::metrics::Metrics;
+
+/// What a streaming task sends: pieces of the body, or why it ended short.
+type Sender = tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>;
+
+/// One array of a streamed answer: its read, pinned to the versions the
+/// answer's ETag names, and the encoder that writes it.
+pub(crate) struct Part {
+    pub(crate) plan: ReadPlan,
+    pub(crate) versions: Versions,
+    pub(crate) encoder: Arc<dyn Encoder>,
+}
+
+/// The body of `head`, then of each part its encoder's head, its slabs as
+/// they are read (the next read while the previous is written; text
+/// encoded off the async workers, in pieces, so memory stays bounded) and
+/// its tail (api.md 4.1, 4-6). A client that goes away stops the reading;
+/// a failure after the status went out ends the body short and is counted.
+pub(crate) fn stream_parts(metrics: Arc<Metrics>, dataset: Dataset, head: Bytes, parts: Vec<Part>) -> axum::body::Body {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        if !head.is_empty() && tx.send(Ok(head)).await.is_err() {
+            return;
+        }
+        for part in parts {
+            let path = part.plan.node().path.clone();
+            match send_part(&dataset, part, &tx).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => {
+                    metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(dataset = %dataset.name, path = %path, error = %e, "a streamed answer failed part way");
+                    let _ = tx.send(Err(std::io::Error::other(e))).await;
+                    return;
+                }
+            }
+        }
+    });
+    channel_body(rx)
+}
+
+/// One part of [`stream_parts`]: `Ok(false)` when the client went away.
+async fn send_part(dataset: &Dataset, part: Part, tx: &Sender) -> Result<bool, String> {
+    let Part {
+        plan,
+        versions,
+        encoder,
+    } = part;
+    let head = encoder.head();
+    if !head.is_empty() && tx.send(Ok(head)).await.is_err() {
+        return Ok(false);
+    }
+    let data_type = plan.data_type();
+    let mut slabs = std::pin::pin!(dataset.slab_stream(plan, versions));
+    let mut start = 0u64;
+    loop {
+        let slab = tokio::select! {
+            // The client went away: stop reading (dropping `slabs` aborts them).
+            _ = tx.closed() => return Ok(false),
+            slab = slabs.next() => match slab {
+                Some(slab) => slab.map_err(|e| e.to_string())?,
+                None => break,
+            },
+        };
+        let count = element_count(data_type, &slab);
+        // A client that stops reading is cut off by the connection's stall
+        // guard, which ends these sends too.
+        if !send_encoded(&encoder, tx, start, slab, data_type.size()).await? {
+            return Ok(false);
+        }
+        start += count;
+    }
+    let tail = encoder.tail();
+    Ok(tail.is_empty() || tx.send(Ok(tail)).await.is_ok())
+}
+
+/// Elements in a slab: fixed-size ones, or variable-length strings.
+fn element_count(data_type: DataType, slab: &[u8]) -> u64 {
+    match crate::engine::values::text_values(data_type, slab) {
+        Some(texts) if data_type == DataType::String => texts.map_or(0, |t| t.len() as u64),
+        _ => (slab.len() / data_type.size().max(1)) as u64,
+    }
+}
+
+/// Send a slab's elements (the first of them element `start`) encoded:
+/// in pieces of the encoder's [`Encoder::piece_elements`] off the async
+/// workers, else whole (off the workers when large). `Ok(false)` when the
+/// client went away.
+async fn send_encoded(
+    encoder: &Arc<dyn Encoder>,
+    tx: &Sender,
+    start: u64,
+    slab: Bytes,
+    size: usize,
+) -> Result<bool, String> {
+    let blocking = |encoder: Arc<dyn Encoder>, first: u64, data: Bytes| async move {
+        tokio::task::spawn_blocking(move || encoder.elements(first, data))
+            .await
+            .map_err(|e| format!("encoding failed: {e}"))?
+    };
+    let Some(piece) = encoder.piece_elements() else {
+        let encoded = match slab.len() > INLINE_ENCODE_BYTES {
+            true => blocking(encoder.clone(), start, slab).await?,
+            false => encoder.elements(start, slab)?,
+        };
+        return Ok(tx.send(Ok(encoded)).await.is_ok());
+    };
+    let step = (piece as usize * size).max(1);
+    for at in (0..slab.len()).step_by(step) {
+        let data = slab.slice(at..slab.len().min(at + step));
+        let text = blocking(encoder.clone(), start + (at / size) as u64, data).await?;
+        if tx.send(Ok(text)).await.is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
 
 /// A response body of what a streaming task sends on `rx`; an error
 /// ends the connection short.
-pub(crate) fn channel_body(
+fn channel_body(
     mut rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>,
 ) -> axum::body::Body {
     axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))

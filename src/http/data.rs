@@ -6,16 +6,14 @@
 //! streamed slab after slab with one slab read ahead. An error after the
 //! headers aborts the connection short of `Content-Length`.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use futures::StreamExt;
 
+use super::body::{stream_parts, Part};
 use super::encoders::{encoder_for, EncoderRequest};
 use super::format::Format;
 use super::problem::ApiError;
@@ -27,8 +25,7 @@ use crate::encode::png::png_picture;
 use crate::encode::Encoder;
 use crate::engine::reduce::Reduction;
 use crate::engine::render::{self, Render, RenderRequest};
-use crate::engine::{DataType, Dataset, Error, ReadPlan, Versions};
-use crate::metrics::Metrics;
+use crate::engine::{DataType, Dataset, Error, ReadPlan};
 
 /// `GET|HEAD|POST /v1/datasets/{ds}/data`: the root node.
 pub(super) async fn read_root(
@@ -148,8 +145,12 @@ async fn region(
     };
     let response = match (streamed, encoder) {
         (true, Some(encoder)) => {
-            let pinned = (plan, ready.versions().clone());
-            let body = stream(state.metrics.clone(), Dataset::clone(dataset), pinned, encoder);
+            let part = Part {
+                plan,
+                versions: ready.versions().clone(),
+                encoder,
+            };
+            let body = stream_parts(state.metrics.clone(), Dataset::clone(dataset), Bytes::new(), vec![part]);
             ready.stream(body)
         }
         (_, encoder) => {
@@ -296,101 +297,4 @@ async fn encode_whole(encoder: Arc<dyn Encoder>, data: Bytes) -> Result<Bytes, S
     tokio::task::spawn_blocking(move || encoder.whole(data))
         .await
         .map_err(|e| format!("encoding failed: {e}"))?
-}
-
-/// Stream the encoder's head, the slabs as they are read (the next read
-/// while the previous is written; text encoded off the async workers, in
-/// pieces sent one by one so memory stays bounded), then its tail.
-fn stream(
-    metrics: Arc<Metrics>,
-    dataset: Dataset,
-    (plan, versions): (ReadPlan, Versions),
-    encoder: Arc<dyn Encoder>,
-) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
-    let (name, path) = (dataset.name.clone(), plan.node().path.clone());
-    let size = plan.data_type().size().max(1);
-    let slabs = dataset.slab_stream(plan, versions);
-    tokio::spawn(async move {
-        let head = encoder.head();
-        if !head.is_empty() && tx.send(Ok(head)).await.is_err() {
-            return;
-        }
-        let mut slabs = std::pin::pin!(slabs);
-        let mut start = 0u64;
-        loop {
-            let read = tokio::select! {
-                // The client went away: stop reading (dropping `slabs` aborts them).
-                _ = tx.closed() => return,
-                read = slabs.next() => match read {
-                    Some(read) => read,
-                    None => break,
-                },
-            };
-            let frame = match read {
-                Ok(frame) => frame,
-                Err(e) => {
-                    metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(dataset = %name, path = %path, error = %e, "region stream aborted");
-                    let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
-                    return;
-                }
-            };
-            let elements = (frame.len() / size) as u64;
-            // A client that stops reading is cut off by the connection's
-            // stall guard, which ends these sends too.
-            if !send_encoded(&encoder, &tx, start, frame, size).await {
-                return;
-            }
-            start += elements;
-        }
-        let tail = encoder.tail();
-        if !tail.is_empty() {
-            let _ = tx.send(Ok(tail)).await;
-        }
-    });
-    super::channel_body(rx)
-}
-
-/// Send a slab's elements (the first of them element `start`) encoded;
-/// `false` when the stream must end (the client left, or encoding failed).
-async fn send_encoded(
-    encoder: &Arc<dyn Encoder>,
-    tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
-    start: u64,
-    frame: Bytes,
-    size: usize,
-) -> bool {
-    let Some(piece) = encoder.piece_elements() else {
-        return match encoder.elements(start, frame) {
-            Ok(bytes) => tx.send(Ok(bytes)).await.is_ok(),
-            Err(e) => {
-                let _ = tx.send(Err(std::io::Error::other(e))).await;
-                false
-            }
-        };
-    };
-    let step = piece as usize * size;
-    for at in (0..frame.len()).step_by(step.max(1)) {
-        let data = frame.slice(at..frame.len().min(at + step));
-        let (encoder, first) = (encoder.clone(), start + (at / size) as u64);
-        let text = tokio::task::spawn_blocking(move || encoder.elements(first, data)).await;
-        let text = match text {
-            Ok(Ok(text)) => text,
-            Ok(Err(e)) => {
-                let _ = tx.send(Err(std::io::Error::other(e))).await;
-                return false;
-            }
-            Err(e) => {
-                let _ = tx
-                    .send(Err(std::io::Error::other(format!("encoding failed: {e}"))))
-                    .await;
-                return false;
-            }
-        };
-        if tx.send(Ok(text)).await.is_err() {
-            return false;
-        }
-    }
-    true
 }

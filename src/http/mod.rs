@@ -35,7 +35,7 @@ use axum::routing::get;
 use axum::Router;
 
 pub(crate) use admit::{admit, read_slot};
-pub(crate) use body::{channel_body, ChannelWriter};
+pub(crate) use body::ChannelWriter;
 pub use middleware::with_middleware;
 use middleware::{compression, no_query_parameters};
 pub(crate) use middleware::{strip_coding, ProtocolError, Uncompressed};

@@ -19,7 +19,6 @@ mod text;
 /// and a group's listing is read once for them all.
 pub(super) type Models = moka::future::Cache<(String, String), Arc<model::DapDataset>>;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -29,18 +28,20 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use futures::StreamExt;
 
 use self::constraint::{Leaf, Projection};
 use self::model::{DapDataset, Variable};
+use super::body::{stream_parts, Part};
 use super::conditional::strong_etag;
 use super::problem::ApiError;
 use super::respond::{self as pipeline, Checked};
 use super::AppState;
 use crate::buffer_pool::BufferPool;
+use crate::encode::ascii::AsciiArray;
 use crate::encode::xdr;
+use crate::encode::xdr::XdrArray;
+use crate::encode::Encoder;
 use crate::engine::{Dataset, Error, ReadPlan, Selection, Versions};
-use crate::metrics::Metrics;
 
 /// The answers a DAP2 dataset gives, by URL suffix.
 const SUFFIXES: &str = ".dds, .das, .dods, .ascii (or .asc)";
@@ -231,20 +232,16 @@ impl Request<'_> {
             Checked::Answered(response) => return Ok(response),
             Checked::Read(ready) => ready,
         };
-        let arrays: Vec<Streamed> = text::ascii_names(dap, projection)
+        let parts: Vec<Part> = text::ascii_names(dap, projection)
             .into_iter()
-            .zip(projection.members.iter().flat_map(|m| m.leaves()))
             .zip(reads.0)
-            .map(|((name, leaf), read)| {
-                let (rows, heading) = text::AsciiRows::new(&name, read.plan.output_shape());
-                let var = Arc::new(dap.variables[leaf.var].clone());
-                let writer = Writer::Ascii { var, rows, heading };
-                let versions = own_versions(&read.plan, ready.versions());
-                Streamed { read, versions, writer }
+            .map(|(name, read)| {
+                let encoder = AsciiArray::new(&name, read.data_type, read.dap, read.plan.output_shape());
+                read.part(ready.versions(), Arc::new(encoder))
             })
             .collect();
         let header = Bytes::from(format!("{dds}{}", text::ASCII_RULE));
-        let body = stream(self.state.metrics.clone(), dataset.clone(), header, arrays);
+        let body = stream_parts(self.state.metrics.clone(), dataset.clone(), header, parts);
         Ok(ready.stream(body))
     }
 
@@ -268,22 +265,22 @@ impl Request<'_> {
                 let mut body = header;
                 for read in &reads.0 {
                     let (data, _) = dataset.read_pinned(&read.plan, Some(pinned)).await?;
-                    read.encode_whole(&data, &mut body).map_err(|e| self.corrupt(e))?;
+                    let xdr = read.xdr(dataset.resources().buffers());
+                    body.extend_from_slice(&xdr.whole(data).map_err(|e| self.corrupt(e))?);
                 }
                 ready.whole(Bytes::from(body))
             }
             Checked::Read(ready) => {
-                let pool = dataset.resources().buffers();
-                let arrays = reads
+                let buffers = dataset.resources().buffers();
+                let parts = reads
                     .0
                     .into_iter()
-                    .map(|read| Streamed {
-                        versions: own_versions(&read.plan, ready.versions()),
-                        read,
-                        writer: Writer::Xdr(pool.clone()),
+                    .map(|read| {
+                        let xdr = read.xdr(buffers.clone());
+                        read.part(ready.versions(), Arc::new(xdr))
                     })
                     .collect();
-                let body = stream(self.state.metrics.clone(), dataset.clone(), Bytes::from(header), arrays);
+                let body = stream_parts(self.state.metrics.clone(), dataset.clone(), Bytes::from(header), parts);
                 ready.stream(body)
             }
         };
@@ -343,18 +340,25 @@ impl Read {
         }
     }
 
-    /// Append the whole array, from all its elements.
-    fn encode_whole(&self, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        if self.scalar {
-            return xdr::append_scalar(self.data_type, data, out);
+    /// Its writer in `.dods`.
+    fn xdr(&self, buffers: Arc<BufferPool>) -> XdrArray {
+        XdrArray::new(
+            self.data_type,
+            self.dap,
+            self.count,
+            self.scalar,
+            self.big_endian,
+            buffers,
+        )
+    }
+
+    /// This read, pinned to the versions of its own keys among `all`, written by `encoder`.
+    fn part(self, all: &Versions, encoder: Arc<dyn Encoder>) -> Part {
+        Part {
+            versions: own_versions(&self.plan, all),
+            plan: self.plan,
+            encoder,
         }
-        out.extend(xdr::array_header(self.dap, self.count));
-        match self.big_endian {
-            true => out.extend_from_slice(data),
-            false => xdr::append_elements(self.data_type, data, out)?,
-        }
-        out.extend_from_slice(xdr::array_trailer(self.dap, self.count));
-        Ok(())
     }
 }
 
@@ -420,148 +424,6 @@ fn own_versions(plan: &ReadPlan, all: &Versions) -> Versions {
         .take_while(|(key, _)| key.starts_with(&prefix))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
-}
-
-/// One streamed array: its read, pinned to the versions of its keys, and
-/// how its slabs are written.
-struct Streamed {
-    read: Read,
-    versions: Versions,
-    writer: Writer,
-}
-
-/// How a streamed array's slabs are written.
-enum Writer {
-    /// XDR (`.dods`): lengths, elements (into pooled buffers, unless the
-    /// read already gives them big-endian), padding.
-    Xdr(Arc<BufferPool>),
-    /// Text rows (`.ascii`) under their heading.
-    Ascii {
-        var: Arc<Variable>,
-        rows: text::AsciiRows,
-        heading: String,
-    },
-}
-
-impl Streamed {
-    /// What comes before the elements.
-    fn start(&mut self) -> Bytes {
-        match &mut self.writer {
-            Writer::Xdr(_) if self.read.scalar => Bytes::new(),
-            Writer::Xdr(_) => Bytes::from(xdr::array_header(self.read.dap, self.read.count)),
-            Writer::Ascii { heading, .. } => Bytes::from(std::mem::take(heading)),
-        }
-    }
-
-    /// One slab, written; a large one off the async workers.
-    async fn slab(&mut self, slab: Bytes) -> Result<Bytes, String> {
-        let read = &self.read;
-        let (data_type, scalar) = (read.data_type, read.scalar);
-        if read.big_endian {
-            return Ok(slab);
-        }
-        let large = slab.len() > pipeline::INLINE_ENCODE_BYTES;
-        match &mut self.writer {
-            Writer::Xdr(pool) => {
-                let pool = pool.clone();
-                let encode = move || {
-                    let wide = xdr::DapType::of(data_type)
-                        .and_then(xdr::DapType::element_bytes)
-                        .unwrap_or(4) as usize;
-                    let mut out = pool.take_empty((slab.len() / data_type.size().max(1)) * wide + 4);
-                    match scalar {
-                        true => xdr::append_scalar(data_type, &slab, &mut out),
-                        false => xdr::append_elements(data_type, &slab, &mut out),
-                    }
-                    .map(|()| BufferPool::into_bytes(&pool, out))
-                };
-                off_the_workers(large, encode).await
-            }
-            Writer::Ascii { var, rows, .. } => {
-                let var = var.clone();
-                let texts = off_the_workers(large, move || text::value_texts(&var, &slab)).await?;
-                let mut out = String::new();
-                rows.push(&mut out, &texts);
-                Ok(Bytes::from(out))
-            }
-        }
-    }
-
-    /// What comes after the elements.
-    fn end(&self) -> Bytes {
-        match &self.writer {
-            Writer::Xdr(_) => Bytes::from_static(xdr::array_trailer(self.read.dap, self.read.count)),
-            Writer::Ascii { rows, .. } => Bytes::from_static(rows.end().as_bytes()),
-        }
-    }
-}
-
-/// `work`'s answer, computed on a blocking thread when `large`.
-async fn off_the_workers<T: Send + 'static>(
-    large: bool,
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    match large {
-        true => tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|e| format!("encoding failed: {e}"))?,
-        false => work(),
-    }
-}
-
-/// Stream `header`, then each array as its writer writes it, slab by slab
-/// as they are read (one slab read ahead, as region reads do). An error
-/// after the headers ends the connection short.
-fn stream(metrics: Arc<Metrics>, dataset: Dataset, header: Bytes, arrays: Vec<Streamed>) -> Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
-    tokio::spawn(async move {
-        if tx.send(Ok(header)).await.is_err() {
-            return;
-        }
-        for array in arrays {
-            let path = array.read.plan.node().path.clone();
-            if let Err(e) = send_array(&dataset, array, &tx).await {
-                metrics.stream_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(dataset = %dataset.name, path = %path, error = %e, "DAP2 stream aborted");
-                let _ = tx.send(Err(std::io::Error::other(e))).await;
-                return;
-            }
-        }
-    });
-    super::channel_body(rx)
-}
-
-/// One array of a stream. `Err` carries why it stopped; a closed
-/// connection is not an error (the client went away).
-async fn send_array(
-    dataset: &Dataset,
-    mut array: Streamed,
-    tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
-) -> Result<(), String> {
-    let start = array.start();
-    if !start.is_empty() && tx.send(Ok(start)).await.is_err() {
-        return Ok(());
-    }
-    let (plan, versions) = (array.read.plan.clone(), std::mem::take(&mut array.versions));
-    let mut slabs = std::pin::pin!(dataset.slab_stream(plan, versions));
-    loop {
-        let slab = tokio::select! {
-            _ = tx.closed() => return Ok(()),
-            slab = slabs.next() => match slab {
-                Some(slab) => slab.map_err(|e| e.to_string())?,
-                None => break,
-            },
-        };
-        let written = array.slab(slab).await?;
-        if tx.send(Ok(written)).await.is_err() {
-            return Ok(());
-        }
-    }
-    let end = array.end();
-    if !end.is_empty() {
-        let _ = tx.send(Ok(end)).await;
-    }
-    Ok(())
 }
 
 /// The DAP2 headers clients look for.

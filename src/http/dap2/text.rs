@@ -1,5 +1,6 @@
 //! The text DAP2 answers: the DDS (the dataset's shape, constrained), the
-//! DAS (attributes, typed as contract 3.4 says) and the ASCII values.
+//! DAS (attributes, typed as contract 3.4 says) and the names of the
+//! ASCII answer's arrays (their values: [`crate::encode::ascii`]).
 
 use std::fmt::Write as _;
 
@@ -7,7 +8,9 @@ use serde_json::Value;
 
 use super::constraint::{Leaf, Member, Projection};
 use super::model::{DapDataset, Variable};
-use crate::encode::xdr::{self, DapType};
+use crate::encode::ascii::float_text;
+pub(super) use crate::encode::ascii::quoted;
+use crate::encode::xdr::DapType;
 use crate::engine::{attribute_number, DataType};
 
 /// Four spaces a level, as libdap indents.
@@ -207,34 +210,6 @@ fn attribute(name: &str, value: &Value) -> Option<String> {
     Some(format!("{} {} {};", dap.name(), dap_name(name), texts.join(", ")))
 }
 
-/// A float as the shortest text that reads back to it (`NaN`, `inf`).
-fn float_text(v: f64, single: bool) -> String {
-    match single {
-        true => format!("{:?}", v as f32),
-        false => format!("{v:?}"),
-    }
-}
-
-/// A DAS string (or an error's message): quoted, with `"` and `\` escaped, and control
-/// characters other than tab and newline as libdap writes them (`\ooo`).
-pub(super) fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\t' | '\n' => out.push(c),
-            c if c.is_control() && (c as u32) < 0x80 => {
-                let _ = write!(out, "\\{:03o}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// What comes between the DDS and the values of an ASCII answer.
 pub(super) const ASCII_RULE: &str = "---------------------------------------------\n";
 
@@ -254,99 +229,6 @@ pub(super) fn ascii_names(dataset: &DapDataset, projection: &Projection) -> Vec<
         }
     }
     names
-}
-
-/// An array's ASCII values, written as they come: `name, v` for a
-/// scalar; `name[n]` then the values for 1-D; `name[n][m]` then
-/// `[i], v, v` rows for more dimensions; a blank line after each.
-pub(super) struct AsciiRows {
-    shape: Vec<u64>,
-    /// Elements written so far.
-    at: u64,
-}
-
-impl AsciiRows {
-    /// The rows of an array of `shape` named `name`, and their heading.
-    pub(super) fn new(name: &str, shape: Vec<u64>) -> (Self, String) {
-        let mut heading = name.to_string();
-        match shape.is_empty() {
-            true => heading.push_str(", "),
-            false => {
-                for n in &shape {
-                    let _ = write!(heading, "[{n}]");
-                }
-                heading.push('\n');
-            }
-        }
-        (Self { shape, at: 0 }, heading)
-    }
-
-    /// Append the next elements' texts.
-    pub(super) fn push(&mut self, out: &mut String, values: &[String]) {
-        let row = self.shape.last().copied().unwrap_or(1).max(1);
-        for value in values {
-            if self.shape.len() > 1 && self.at.is_multiple_of(row) {
-                if self.at > 0 {
-                    out.push('\n');
-                }
-                let mut rest = self.at / row;
-                let mut index = Vec::with_capacity(self.shape.len() - 1);
-                for n in self.shape[..self.shape.len() - 1].iter().rev() {
-                    index.push(rest % n);
-                    rest /= n;
-                }
-                for i in index.iter().rev() {
-                    let _ = write!(out, "[{i}]");
-                }
-                out.push_str(", ");
-            } else if self.at > 0 {
-                out.push_str(", ");
-            }
-            out.push_str(value);
-            self.at += 1;
-        }
-    }
-
-    /// What ends the array: its last line, and a blank one.
-    pub(super) fn end(&self) -> &'static str {
-        match self.at {
-            0 if !self.shape.is_empty() => "\n",
-            _ => "\n\n",
-        }
-    }
-}
-
-/// Each element's text, from the values DAP2 sends (so ASCII and binary
-/// answers agree): integers, shortest floats, quoted strings.
-pub(super) fn value_texts(var: &Variable, data: &[u8]) -> Result<Vec<String>, String> {
-    let mut wire = Vec::new();
-    xdr::append_elements(var.data_type, data, &mut wire)?;
-    let be4 = |b: &[u8]| -> [u8; 4] { b.try_into().expect("4 bytes") };
-    Ok(match var.dap {
-        DapType::Byte => wire.iter().map(u8::to_string).collect(),
-        DapType::Int16 | DapType::Int32 => wire
-            .chunks_exact(4)
-            .map(|b| i32::from_be_bytes(be4(b)).to_string())
-            .collect(),
-        DapType::UInt16 | DapType::UInt32 => wire
-            .chunks_exact(4)
-            .map(|b| u32::from_be_bytes(be4(b)).to_string())
-            .collect(),
-        DapType::Float32 => wire
-            .chunks_exact(4)
-            .map(|b| float_text(f64::from(f32::from_be_bytes(be4(b))), true))
-            .collect(),
-        DapType::Float64 => wire
-            .chunks_exact(8)
-            .map(|b| float_text(f64::from_be_bytes(b.try_into().expect("8 bytes")), false))
-            .collect(),
-        DapType::String => crate::engine::values::text_values(var.data_type, data)
-            .expect("text types have text values")
-            .map_err(|e| e.to_string())?
-            .iter()
-            .map(|t| quoted(t))
-            .collect(),
-    })
 }
 
 #[cfg(test)]
@@ -415,26 +297,5 @@ mod tests {
     fn names_escape_what_dap_would_misread() {
         assert_eq!(dap_name("a.b c"), "a%2Eb%20c");
         assert_eq!(dap_name("t_2m-x"), "t_2m-x");
-    }
-
-    #[test]
-    fn ascii_rows_name_their_index() {
-        let values: Vec<String> = (0..6).map(|v| v.to_string()).collect();
-        let (mut rows, mut out) = AsciiRows::new("t", vec![2, 3]);
-        // values arrive slab by slab, a row split between two
-        rows.push(&mut out, &values[..4]);
-        rows.push(&mut out, &values[4..]);
-        out.push_str(rows.end());
-        assert_eq!(out, "t[2][3]\n[0], 0, 1, 2\n[1], 3, 4, 5\n\n");
-        let (mut rows, mut out) = AsciiRows::new("v", vec![3]);
-        rows.push(&mut out, &values[..3]);
-        out.push_str(rows.end());
-        assert_eq!(out, "v[3]\n0, 1, 2\n\n");
-        let (mut rows, mut out) = AsciiRows::new("s", vec![]);
-        rows.push(&mut out, &values[..1]);
-        out.push_str(rows.end());
-        assert_eq!(out, "s, 0\n\n");
-        let (rows, out) = AsciiRows::new("e", vec![0]);
-        assert_eq!(format!("{out}{}", rows.end()), "e[0]\n\n");
     }
 }

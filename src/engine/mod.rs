@@ -46,7 +46,7 @@ pub use query::plan::{ReadOptions, ReadPlan};
 pub use query::selection::{DimSelection, SelectValue, Selection};
 pub use read::cache::{CacheOptions, CacheStats, Caches};
 pub use read::coordinate::{ColumnLabels, CoordinateValues, LabelColumn, ResultDimension};
-pub use read::geo::{CellRead, GeoVariable, Raster, RasterPlacement};
+pub use read::geo::{Along, AxisPick, CellRead, GeoVariable, Raster, RasterPlacement};
 pub use read::hierarchy::{Child, Dataset};
 pub use read::resources::{ResourceOptions, Resources};
 pub use read::{ReadQuery, Versions};

@@ -131,9 +131,7 @@ async fn send_encoded(
 
 /// A response body of what a streaming task sends on `rx`; an error
 /// ends the connection short.
-fn channel_body(
-    mut rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>,
-) -> axum::body::Body {
+fn channel_body(mut rx: tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>) -> axum::body::Body {
     axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
 }
 

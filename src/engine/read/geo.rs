@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::engine::error::{Error, Result};
 use crate::engine::format::values::real_values;
 use crate::engine::query::geo::{multiscales, CellAxis, Crs, CrsSources, DimInfo, GeoGrid, Sampling};
-use crate::engine::query::labels::{Coordinate, LabelQuery};
+use crate::engine::query::labels::{Coordinate, Label, LabelQuery, Method};
 use crate::engine::query::node::{Coordinates, Node};
 use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::{DimSelection, Selection};
@@ -407,10 +407,78 @@ pub struct CellRead {
     pub levels: Option<Vec<u64>>,
 }
 
+/// A geo variable's time or vertical axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Along {
+    /// T.
+    Time,
+    /// Z.
+    Level,
+}
+
+impl Along {
+    fn name(self) -> &'static str {
+        match self {
+            Along::Time => "time",
+            Along::Level => "vertical",
+        }
+    }
+}
+
+/// What a request picks along T or Z: a position for each label (by
+/// `method`), or the positions whose labels lie between two (either open).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AxisPick {
+    /// One position per label.
+    Labels(Vec<Label>, Method),
+    /// Every position between, in stored order.
+    Between(Option<Label>, Option<Label>),
+}
+
 impl GeoVariable {
     /// The coordinate of dimension `dim`, if it has one.
     pub fn coordinate(&self, dim: usize) -> Option<&Coordinate> {
         self.coordinates.get(dim).and_then(|c| c.as_deref())
+    }
+
+    /// Its dimension along T or Z, if it has that axis.
+    pub fn axis(&self, along: Along) -> Option<usize> {
+        match along {
+            Along::Time => self.grid.t_dim,
+            Along::Level => self.grid.z_dim,
+        }
+    }
+
+    /// The positions along T or Z that `pick` selects, in order (every one
+    /// without a pick); `None` when the variable has no such axis and
+    /// nothing is picked. A pick along an axis it lacks, or one without a
+    /// coordinate, or a pick of nothing, is an invalid request whose
+    /// message reads after "this variable".
+    pub fn pick_along(&self, along: Along, pick: Option<&AxisPick>) -> Result<Option<Vec<u64>>> {
+        let invalid = |what: String| Error::InvalidRequest(what);
+        let Some(dim) = self.axis(along) else {
+            return match pick {
+                Some(_) => Err(invalid(format!("has no {} axis", along.name()))),
+                None => Ok(None),
+            };
+        };
+        let Some(pick) = pick else {
+            return Ok(Some((0..self.node.array()?.shape[dim]).collect()));
+        };
+        let coordinate = self
+            .coordinate(dim)
+            .ok_or_else(|| invalid(format!("has a {} axis without a coordinate", along.name())))?;
+        let picked = match pick {
+            AxisPick::Labels(labels, method) => labels
+                .iter()
+                .map(|label| coordinate.point(label, *method))
+                .collect::<Result<Vec<u64>>>()?,
+            AxisPick::Between(lo, hi) => coordinate.within(lo.as_ref(), hi.as_ref())?,
+        };
+        if picked.is_empty() {
+            return Err(invalid(format!("has no {} position there", along.name())));
+        }
+        Ok(Some(picked))
     }
 
     /// The selection of `read`: its window, T and Z positions, the first

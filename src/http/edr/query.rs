@@ -14,10 +14,10 @@ use axum::response::Response;
 use super::output::{self, Format};
 use super::wkt::{self, Geometry, Vertex};
 use super::{find_collection, Collection};
-use crate::engine::geo::region::{great_circle_km, in_rings, CellWindow, MEAN_EARTH_RADIUS_KM};
+use crate::engine::geo::region::{in_rings, CellWindow};
 use crate::engine::geo::GeoGrid;
 use crate::engine::labels::{Label, Method};
-use crate::engine::{CellRead, Dataset, Error, GeoVariable, ReadPlan, Versions};
+use crate::engine::{Along, AxisPick, CellRead, Dataset, Error, GeoVariable, ReadPlan, Versions};
 use crate::http::respond::{Answer, Checked};
 use crate::http::{ApiError, AppState};
 
@@ -236,49 +236,20 @@ fn same_grid(a: &GeoVariable, b: &GeoVariable) -> bool {
 /// `a/b`, `../b`, `a/..`: the steps between), every one without it;
 /// `None` when the variable has no T axis.
 fn times(var: &GeoVariable, datetime: Option<&str>) -> Result<Option<Vec<u64>>, ApiError> {
-    let Some(t) = var.grid.t_dim else {
-        return match datetime {
-            Some(_) => Err(bad("datetime: this collection has no time axis")),
-            None => Ok(None),
-        };
-    };
-    let len = var.node.array()?.shape[t];
-    let Some(text) = datetime else {
-        return Ok(Some((0..len).collect()));
-    };
-    let coordinate = var
-        .coordinate(t)
-        .ok_or_else(|| bad("datetime: the time axis has no coordinate"))?;
     let label = |s: &str| match s.trim() {
         "" | ".." => None,
         s => Some(Label::Text(s.to_string())),
     };
-    let picked = match text.split_once('/') {
-        None => vec![coordinate.point(&Label::Text(text.trim().to_string()), Method::Nearest)?],
-        Some((a, b)) => coordinate.within(label(a).as_ref(), label(b).as_ref())?,
-    };
-    if picked.is_empty() {
-        return Err(bad(format!("datetime '{text}' holds no time step of this collection")));
-    }
-    Ok(Some(picked))
+    let pick = datetime.map(|text| match text.split_once('/') {
+        None => AxisPick::Labels(vec![Label::Text(text.trim().to_string())], Method::Nearest),
+        Some((a, b)) => AxisPick::Between(label(a), label(b)),
+    });
+    picked(var, Along::Time, pick, "datetime", datetime)
 }
 
 /// The Z positions `z` picks (a value: the nearest level; `a/b`: the
 /// levels between; a comma list: the nearest of each); every one without it.
 fn levels(var: &GeoVariable, z: Option<&str>) -> Result<Option<Vec<u64>>, ApiError> {
-    let Some(dim) = var.grid.z_dim else {
-        return match z {
-            Some(_) => Err(bad("z: this collection has no vertical axis")),
-            None => Ok(None),
-        };
-    };
-    let len = var.node.array()?.shape[dim];
-    let Some(text) = z else {
-        return Ok(Some((0..len).collect()));
-    };
-    let coordinate = var
-        .coordinate(dim)
-        .ok_or_else(|| bad("z: the vertical axis has no coordinate"))?;
     let number = |s: &str| -> Result<Label, ApiError> {
         s.trim()
             .parse::<f64>()
@@ -287,17 +258,28 @@ fn levels(var: &GeoVariable, z: Option<&str>) -> Result<Option<Vec<u64>>, ApiErr
             .map(Label::Number)
             .ok_or_else(|| bad(format!("z '{s}' is not a number")))
     };
-    let picked = match text.split_once('/') {
-        Some((a, b)) => coordinate.within(Some(&number(a)?), Some(&number(b)?))?,
-        None => text
-            .split(',')
-            .map(|v| Ok(coordinate.point(&number(v)?, Method::Nearest)?))
-            .collect::<Result<Vec<u64>, ApiError>>()?,
+    let pick = match z {
+        None => None,
+        Some(text) => Some(match text.split_once('/') {
+            Some((a, b)) => AxisPick::Between(Some(number(a)?), Some(number(b)?)),
+            None => AxisPick::Labels(text.split(',').map(number).collect::<Result<_, _>>()?, Method::Nearest),
+        }),
     };
-    if picked.is_empty() {
-        return Err(bad(format!("z '{text}' holds no level of this collection")));
-    }
-    Ok(Some(picked))
+    picked(var, Along::Level, pick, "z", z)
+}
+
+/// The engine's pick along T or Z, its refusals phrased for parameter `name`.
+fn picked(
+    var: &GeoVariable,
+    along: Along,
+    pick: Option<AxisPick>,
+    name: &str,
+    text: Option<&str>,
+) -> Result<Option<Vec<u64>>, ApiError> {
+    var.pick_along(along, pick.as_ref()).map_err(|e| match e {
+        Error::InvalidRequest(why) => bad(format!("{name} '{}': this collection {why}", text.unwrap_or_default())),
+        other => other.into(),
+    })
 }
 
 fn geometry(params: &Params) -> Result<Geometry, ApiError> {
@@ -376,26 +358,7 @@ fn window(
                 other => return Err(bad(format!("within-units '{other}': use km, m or mi"))),
             };
             let centres: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.y)).collect();
-            // The circle's reach: its angle r in latitude; in longitude
-            // asin(sin r / cos lat), all the way round when that is 1 or more.
-            let r = km / MEAN_EARTH_RADIUS_KM;
-            let dlat = r.to_degrees() * 1.000_001;
-            let (mut w, mut s, mut e, mut n) = (180.0f64, 90.0f64, -180.0f64, -90.0f64);
-            let mut round = false;
-            for &(x, y) in &centres {
-                let reach = r.sin() / y.to_radians().cos();
-                round |= reach >= 1.0 || reach.is_nan();
-                let dlon = reach.min(1.0).asin().to_degrees() * 1.000_001;
-                (w, e) = (w.min(x - dlon), e.max(x + dlon));
-                (s, n) = (s.min(y - dlat), n.max(y + dlat));
-            }
-            let bbox = match round || n >= 90.0 || s <= -90.0 || e - w >= 360.0 {
-                true => [-540.0, s.max(-90.0), 540.0, n.min(90.0)],
-                false => [w, s, e, n],
-            };
-            grid.cells_within(bbox, limits.cells, |lon, lat| {
-                centres.iter().any(|&c| great_circle_km(c, (lon, lat)) <= km)
-            })
+            grid.cells_within_km(&centres, km, limits.cells)
         }
         _ => {
             let rings: Vec<Vec<(f64, f64)>> = match geometry(params)? {
@@ -788,13 +751,11 @@ impl Job {
 
 /// The time step nearest an instant given in seconds since 1970-01-01 UTC.
 fn nearest_instant(var: &GeoVariable, seconds: f64) -> Result<u64, ApiError> {
-    let t = var.grid.t_dim.ok_or_else(|| bad("coords: M values need a time axis"))?;
-    let coordinate = var
-        .coordinate(t)
-        .ok_or_else(|| bad("coords: the time axis has no coordinate"))?;
     let iso = crate::engine::format_epoch_seconds(seconds)
         .ok_or_else(|| bad(format!("coords: M value {seconds} is not an instant")))?;
-    Ok(coordinate.point(&Label::Text(iso), Method::Nearest)?)
+    let pick = AxisPick::Labels(vec![Label::Text(iso.clone())], Method::Nearest);
+    let picked = picked(var, Along::Time, Some(pick), "coords M", Some(&iso))?;
+    Ok(picked.and_then(|p| p.first().copied()).unwrap_or(0))
 }
 
 /// Longitude in −180..180.

@@ -49,6 +49,39 @@ pub fn great_circle_km((lon1, lat1): (f64, f64), (lon2, lat2): (f64, f64)) -> f6
     2.0 * MEAN_EARTH_RADIUS_KM * a.sqrt().min(1.0).asin()
 }
 
+/// The box (west, south, east, north, CRS84) holding every circle of
+/// great-circle radius `km` around `centres`: a circle's reach in latitude
+/// is its angle r, in longitude asin(sin r / cos lat); all the way round
+/// when that is 1 or more (a circle over a pole) or the box spans a turn.
+/// A hair wider than exact, so cells on the edge are looked at.
+pub fn circles_bbox(centres: &[(f64, f64)], km: f64) -> [f64; 4] {
+    let r = km / MEAN_EARTH_RADIUS_KM;
+    let dlat = r.to_degrees() * 1.000_001;
+    let (mut w, mut s, mut e, mut n) = (180.0f64, 90.0f64, -180.0f64, -90.0f64);
+    let mut round = false;
+    for &(x, y) in centres {
+        let reach = r.sin() / y.to_radians().cos();
+        round |= reach >= 1.0 || reach.is_nan() || r >= std::f64::consts::FRAC_PI_2;
+        let dlon = reach.min(1.0).asin().to_degrees() * 1.000_001;
+        (w, e) = (w.min(x - dlon), e.max(x + dlon));
+        (s, n) = (s.min(y - dlat), n.max(y + dlat));
+    }
+    match round || n >= 90.0 || s <= -90.0 || e - w >= 360.0 {
+        true => [-540.0, s.max(-90.0), 540.0, n.min(90.0)],
+        false => [w, s, e, n],
+    }
+}
+
+impl GeoGrid {
+    /// The cells within `km` (great-circle) of any of `centres`, as
+    /// [`GeoGrid::cells_within`] finds them.
+    pub fn cells_within_km(&self, centres: &[(f64, f64)], km: f64, max_cells: u64) -> Result<Option<CellWindow>, u64> {
+        self.cells_within(circles_bbox(centres, km), max_cells, |lon, lat| {
+            centres.iter().any(|&c| great_circle_km(c, (lon, lat)) <= km)
+        })
+    }
+}
+
 impl GeoGrid {
     /// The cells whose centres satisfy `inside(lon, lat)`, looked for
     /// among those whose centres lie in `[west, south, east, north]`
@@ -185,6 +218,24 @@ impl GeoGrid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn circles_reach_further_in_longitude_towards_the_poles() {
+        // 1 degree of a great circle is about 111.2 km.
+        let km = MEAN_EARTH_RADIUS_KM * 1f64.to_radians();
+        let [w, s, e, n] = circles_bbox(&[(10.0, 0.0)], km);
+        assert!((w - 9.0).abs() < 1e-4 && (e - 11.0).abs() < 1e-4, "{w} {e}");
+        assert!((s + 1.0).abs() < 1e-4 && (n - 1.0).abs() < 1e-4, "{s} {n}");
+        // At 60 degrees a degree of latitude reaches about two of longitude.
+        let [w, _, e, _] = circles_bbox(&[(0.0, 60.0)], km);
+        assert!((e - w - 4.0).abs() < 0.01, "{w} {e}");
+        // Over a pole, or wider than the Earth: every longitude.
+        assert_eq!(circles_bbox(&[(0.0, 89.5)], km)[0], -540.0);
+        assert_eq!(circles_bbox(&[(0.0, 0.0)], 1e12), [-540.0, -90.0, 540.0, 90.0]);
+        // Two circles: the box of both.
+        let [w, _, e, _] = circles_bbox(&[(-20.0, 0.0), (20.0, 0.0)], km);
+        assert!((w + 21.0).abs() < 1e-4 && (e - 21.0).abs() < 1e-4);
+    }
 
     #[test]
     fn holes_are_outside_and_distances_are_great_circles() {

@@ -5,15 +5,14 @@
 //! Missing numbers (NaN) and instants (NaT) are empty cells; infinities
 //! are `inf` and `-inf`; instants ISO 8601; text quoted when it must be.
 
-use std::borrow::Cow;
-
 use base64::Engine;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::json::{texts, write_element, Texts};
+use super::json::{texts, Texts};
+use super::text::{csv_cell as escape, write_element, Style};
 use super::Encoder;
-use crate::engine::{ColumnLabels, DataType, DimSelection, LabelColumn, NAT};
+use crate::engine::{ColumnLabels, DataType, DimSelection, LabelColumn};
 
 /// Elements encoded at a time off the async workers.
 const PIECE_ELEMENTS: u64 = 1 << 18;
@@ -128,9 +127,8 @@ impl Encoder for Csv {
             None => {
                 let size = self.data_type.size();
                 let count = (data.len() / size.max(1)) as u64;
-                let mut text = String::new();
                 self.rows(start, count, &mut out, &mut |out, k| {
-                    write_value(out, &mut text, self.data_type, &data[k * size..(k + 1) * size])
+                    write_element(out, self.data_type, &data[k * size..(k + 1) * size], Style::Csv)
                 });
             }
         }
@@ -170,75 +168,6 @@ fn label_text(label: &Value) -> String {
         Value::String(s) => escape(s).into_owned(),
         Value::Null => String::new(),
         other => other.to_string(),
-    }
-}
-
-/// A cell's text, quoted (quotes doubled) when it holds a comma, a quote
-/// or a line break, or starts or ends with a space.
-fn escape(text: &str) -> Cow<'_, str> {
-    let needs = text.contains([',', '"', '\n', '\r']) || text.starts_with(' ') || text.ends_with(' ');
-    match needs {
-        true => Cow::Owned(format!("\"{}\"", text.replace('"', "\"\""))),
-        false => Cow::Borrowed(text),
-    }
-}
-
-/// One fixed-size element as a cell.
-fn write_value(out: &mut Vec<u8>, scratch: &mut String, data_type: DataType, b: &[u8]) {
-    let float = |out: &mut Vec<u8>, v: f64, text: &str| {
-        if v.is_nan() {
-        } else if v.is_infinite() {
-            out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
-        } else {
-            out.extend_from_slice(text.as_bytes());
-        }
-    };
-    macro_rules! int {
-        ($t:ty) => {
-            out.extend_from_slice(
-                itoa::Buffer::new()
-                    .format(<$t>::from_le_bytes(b.try_into().expect("element size")))
-                    .as_bytes(),
-            )
-        };
-    }
-    match data_type {
-        DataType::Int8 => int!(i8),
-        DataType::Int16 => int!(i16),
-        DataType::Int32 => int!(i32),
-        DataType::Int64 => int!(i64),
-        DataType::UInt8 => int!(u8),
-        DataType::UInt16 => int!(u16),
-        DataType::UInt32 => int!(u32),
-        DataType::UInt64 => int!(u64),
-        DataType::Bool => out.extend_from_slice(if b[0] != 0 { b"true" } else { b"false" }),
-        DataType::Float32 => {
-            let v = f32::from_le_bytes(b.try_into().expect("4 bytes"));
-            float(out, v.into(), ryu::Buffer::new().format(v));
-        }
-        DataType::Float64 => {
-            let v = f64::from_le_bytes(b.try_into().expect("8 bytes"));
-            float(out, v, ryu::Buffer::new().format(v));
-        }
-        DataType::Float16 => {
-            let v = half::f16::from_le_bytes([b[0], b[1]]).to_f32();
-            float(out, v.into(), ryu::Buffer::new().format(v));
-        }
-        DataType::DateTime64(unit) => {
-            if let Some(text) = unit.format_datetime(i64::from_le_bytes(b.try_into().expect("8 bytes"))) {
-                out.extend_from_slice(text.as_bytes());
-            }
-        }
-        DataType::TimeDelta64(_) => match i64::from_le_bytes(b.try_into().expect("8 bytes")) {
-            NAT => {}
-            count => out.extend_from_slice(itoa::Buffer::new().format(count).as_bytes()),
-        },
-        // Complex and raw elements: their JSON text, quoted.
-        _ => {
-            scratch.clear();
-            write_element(scratch, data_type, b);
-            out.extend_from_slice(escape(scratch).as_bytes());
-        }
     }
 }
 

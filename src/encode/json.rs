@@ -6,9 +6,10 @@ use std::fmt::Write;
 use base64::Engine;
 use bytes::Bytes;
 
+use super::text::{write_element, Style};
 use super::Encoder;
 use crate::engine::values::text_values;
-use crate::engine::{vlen, DataType, NAT};
+use crate::engine::{vlen, DataType};
 
 /// The elements of a text or bytes result, as NumPy shows them (trailing
 /// NULs of fixed-length types removed); `None` for other types. Errors
@@ -71,7 +72,12 @@ pub fn json_body(
         None => {
             let mut elements = data.chunks_exact(data_type.size());
             nested(&mut out, shape, &mut |out| {
-                write_element(out, data_type, elements.next().expect("element count matches shape"));
+                write_element(
+                    out,
+                    data_type,
+                    elements.next().expect("element count matches shape"),
+                    Style::Json,
+                );
             });
         }
     }
@@ -154,6 +160,7 @@ impl JsonSlabs {
                     out,
                     self.data_type,
                     elements.next().expect("element count matches shape"),
+                    Style::Json,
                 );
             });
         }
@@ -235,86 +242,11 @@ fn nested(out: &mut String, shape: &[u64], element: &mut dyn FnMut(&mut String))
     }
 }
 
-/// A float: NaN and infinities as strings, finite values in their
-/// shortest round-trip form (ryu, as serde_json writes them).
-pub(crate) fn write_float<F: ryu::Float>(out: &mut String, value: f64, finite: F) {
-    if value.is_nan() {
-        out.push_str("\"NaN\"");
-    } else if value.is_infinite() {
-        out.push_str(if value > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" });
-    } else {
-        out.push_str(ryu::Buffer::new().format_finite(finite));
-    }
-}
-
-/// One fixed-size element of a numeric, bool, raw or datetime type.
-pub(crate) fn write_element(out: &mut String, data_type: DataType, b: &[u8]) {
-    macro_rules! int {
-        ($t:ty) => {{
-            out.push_str(itoa::Buffer::new().format(<$t>::from_le_bytes(b.try_into().expect("element size"))));
-        }};
-    }
-    let f32_at = |b: &[u8]| f32::from_le_bytes(b.try_into().expect("4 bytes"));
-    let f64_at = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
-    let i64_at = |b: &[u8]| i64::from_le_bytes(b.try_into().expect("8 bytes"));
-    match data_type {
-        DataType::Bool => out.push_str(if b[0] != 0 { "true" } else { "false" }),
-        DataType::Int8 => int!(i8),
-        DataType::Int16 => int!(i16),
-        DataType::Int32 => int!(i32),
-        DataType::Int64 => int!(i64),
-        DataType::UInt8 => int!(u8),
-        DataType::UInt16 => int!(u16),
-        DataType::UInt32 => int!(u32),
-        DataType::UInt64 => int!(u64),
-        DataType::Float16 => {
-            let v = half::f16::from_le_bytes([b[0], b[1]]);
-            write_float(out, v.to_f64(), v.to_f32());
-        }
-        DataType::Float32 => {
-            let v = f32_at(b);
-            write_float(out, v as f64, v);
-        }
-        DataType::Float64 => {
-            let v = f64_at(b);
-            write_float(out, v, v);
-        }
-        DataType::Complex64 | DataType::Complex128 => {
-            let (part, half) = match data_type {
-                DataType::Complex64 => (DataType::Float32, 4),
-                _ => (DataType::Float64, 8),
-            };
-            out.push('[');
-            write_element(out, part, &b[..half]);
-            out.push(',');
-            write_element(out, part, &b[half..]);
-            out.push(']');
-        }
-        DataType::Raw(_) => {
-            let _ = write!(out, "{}", serde_json::to_string(b).expect("bytes"));
-        }
-        DataType::DateTime64(unit) => match unit.format_datetime(i64_at(b)) {
-            Some(text) => {
-                let _ = write!(out, "\"{text}\"");
-            }
-            None => out.push_str("null"),
-        },
-        DataType::TimeDelta64(_) => match i64_at(b) {
-            NAT => out.push_str("null"),
-            count => {
-                let _ = write!(out, "{count}");
-            }
-        },
-        DataType::String | DataType::Bytes(_) | DataType::FixedUtf32(_) | DataType::FixedBytes(_) => {
-            unreachable!("text and bytes are written from their elements")
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::encode::npy::{npy_header, npy_text};
+    use crate::engine::NAT;
 
     fn items(items: &[&[u8]]) -> Vec<u8> {
         items

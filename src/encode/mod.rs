@@ -17,6 +17,8 @@
 //! - [`xdr`]: OPeNDAP DAP2's XDR (big-endian, the DAP2 type of each
 //!   Zarr data type, array lengths and padding), an array at a time.
 //! - [`xml`]: text escaped for XML 1.0 and HTML.
+//!
+//! Elements become text in one place (`text`), in JSON's or CSV's form.
 
 use bytes::Bytes;
 
@@ -27,6 +29,7 @@ pub mod json;
 pub mod netcdf;
 pub mod npy;
 pub mod png;
+pub(crate) mod text;
 pub mod xdr;
 pub mod xml;
 

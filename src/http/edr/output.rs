@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::query::{Extract, Shape};
 use super::{coverage_parameter, crs_uri, text_attribute, Collection};
 use crate::encode::netcdf::{Attribute, NcType, NetCdf, Variable};
+use crate::encode::text::{csv_cell, write_float, Style};
 use crate::encode::Encoder;
 use crate::engine::geo::Crs;
 use crate::http::respond::Ready;
@@ -652,38 +653,46 @@ fn number(w: &mut (impl Write + ?Sized), v: f64) -> io::Result<()> {
     }
 }
 
-/// One row per location and step: x, y, t and z as present, then each parameter.
+/// One row per location and step: x, y, t and z as present, then each
+/// parameter; cells as the region CSV writes them ([`crate::encode::text`]).
 fn csv(extract: &Extract, w: &mut impl Write) -> io::Result<()> {
-    w.write_all(b"x,y")?;
+    let mut header = vec!["x", "y"];
     if extract.times.is_some() {
-        w.write_all(b",t")?;
+        header.push("t");
     }
     if extract.levels.is_some() {
-        w.write_all(b",z")?;
+        header.push("z");
     }
-    for var in &extract.vars {
-        write!(w, ",{}", Collection::name(var))?;
-    }
+    let names: Vec<String> = extract
+        .vars
+        .iter()
+        .map(|var| csv_cell(Collection::name(var)).into_owned())
+        .collect();
+    header.extend(names.iter().map(String::as_str));
+    w.write_all(header.join(",").as_bytes())?;
     w.write_all(b"\n")?;
     let values = values(extract);
-    for_each_row(extract, |row| {
-        write!(w, "{},{}", row.lon, row.lat)?;
+    let mut row = Vec::with_capacity(256);
+    let number = |row: &mut Vec<u8>, v: f64| write_float(row, v, v, Style::Csv);
+    for_each_row(extract, |r| {
+        row.clear();
+        number(&mut row, r.lon);
+        row.push(b',');
+        number(&mut row, r.lat);
         if extract.times.is_some() {
-            write!(w, ",{}", row.t.unwrap_or_default())?;
+            row.push(b',');
+            row.extend_from_slice(csv_cell(r.t.unwrap_or_default()).as_bytes());
         }
         if extract.levels.is_some() {
-            match row.z {
-                Some(z) => write!(w, ",{z}")?,
-                None => w.write_all(b",")?,
-            }
+            row.push(b',');
+            number(&mut row, r.z.unwrap_or(f64::NAN));
         }
         for v in values {
-            match v[row.at] {
-                v if v.is_finite() => write!(w, ",{v}")?,
-                _ => w.write_all(b",")?,
-            }
+            row.push(b',');
+            number(&mut row, v[r.at]);
         }
-        w.write_all(b"\n")
+        row.push(b'\n');
+        w.write_all(&row)
     })
 }
 

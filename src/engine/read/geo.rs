@@ -423,6 +423,14 @@ impl Along {
             Along::Level => "vertical",
         }
     }
+
+    /// What one position along it is called.
+    fn position(self) -> &'static str {
+        match self {
+            Along::Time => "time step",
+            Along::Level => "level",
+        }
+    }
 }
 
 /// What a request picks along T or Z: a position for each label (by
@@ -476,7 +484,7 @@ impl GeoVariable {
             AxisPick::Between(lo, hi) => coordinate.within(lo.as_ref(), hi.as_ref())?,
         };
         if picked.is_empty() {
-            return Err(invalid(format!("has no {} position there", along.name())));
+            return Err(invalid(format!("has no {} there", along.position())));
         }
         Ok(Some(picked))
     }

@@ -77,7 +77,7 @@ async fn region(
     let reduction = query
         .reduce
         .resolve(&plan.output_shape(), &plan.result_dimension_names())?;
-    let answer = Answer::of(&plan, reduction.as_ref())?;
+    let answer = RegionResult::of(&plan, reduction.as_ref())?;
     let format = Format::negotiate(query.format.as_deref(), accept, answer.data_type)?;
     let render = picture(format, &query.render, &answer)?;
     // The decoded result, the same for every format and slab layout and
@@ -124,7 +124,7 @@ async fn region(
         true => None,
         false => encoder.as_ref().and_then(|e| e.length()),
     };
-    let described = respond::Answer::new(state, dataset, "region", format.media_type())
+    let mut described = respond::Answer::new(state, dataset, "region", format.media_type())
         .key(plan.selection_key())
         .key(&computed)
         .key(format.name())
@@ -139,8 +139,11 @@ async fn region(
         .header(HeaderName::from_static("zarr-data-type"), answer.data_type.name())
         // Without `format=`, the `Accept` header picks the representation.
         .header(header::VARY, HeaderValue::from_static("accept"));
+    if matches!(format, Format::Binary | Format::Npy | Format::NetCdf | Format::GeoTiff) {
+        described = described.numbers();
+    }
     let ready = match described.check(method, headers).await? {
-        Checked::Answered(response) => return Ok(uncompressed(response, format, state)),
+        Checked::Answered(response) => return Ok(response),
         Checked::Read(ready) => ready,
     };
     let response = match (streamed, encoder) {
@@ -169,27 +172,11 @@ async fn region(
             ready.whole(body)
         }
     };
-    Ok(uncompressed(response, format, state))
-}
-
-/// Compressing numbers on the fly is several times slower than sending
-/// them: large binary answers (by their `Content-Length`, on GET and HEAD
-/// alike) go uncompressed (see `compress_max_bytes`).
-fn uncompressed(mut response: Response, format: Format, state: &AppState) -> Response {
-    let length: Option<u64> = response
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse().ok());
-    if matches!(format, Format::Binary | Format::Npy | Format::NetCdf | Format::GeoTiff)
-        && length.unwrap_or(0) > state.compress_max_bytes
-    {
-        response.extensions_mut().insert(super::Uncompressed);
-    }
-    response
+    Ok(response)
 }
 
 /// What the answer holds: the read's result, or its reduction.
-pub(super) struct Answer {
+pub(super) struct RegionResult {
     pub(super) data_type: DataType,
     pub(super) shape: Vec<u64>,
     /// Which of the result's dimensions the answer keeps, and which of
@@ -198,17 +185,17 @@ pub(super) struct Answer {
     pub(super) coarsened: Vec<bool>,
 }
 
-impl Answer {
+impl RegionResult {
     fn of(plan: &ReadPlan, reduction: Option<&Reduction>) -> Result<Self, ApiError> {
         let rank = plan.output_shape().len();
         Ok(match reduction {
-            None => Answer {
+            None => RegionResult {
                 data_type: plan.data_type(),
                 shape: plan.output_shape(),
                 kept: vec![true; rank],
                 coarsened: vec![false; rank],
             },
-            Some(r) => Answer {
+            Some(r) => RegionResult {
                 data_type: r.output_type(plan.data_type())?,
                 shape: r.output_shape(),
                 kept: r.kept(),
@@ -240,7 +227,7 @@ impl Answer {
 /// For `format=png`, the checked rendering parameters; they are 400
 /// with any other format. A picture is 2-D and real, at most
 /// [`render::MAX_SIDE`] pixels a side (413).
-fn picture(format: Format, request: &RenderRequest, answer: &Answer) -> Result<Option<Render>, ApiError> {
+fn picture(format: Format, request: &RenderRequest, answer: &RegionResult) -> Result<Option<Render>, ApiError> {
     if format != Format::Png {
         return match request.is_empty() {
             true => Ok(None),
@@ -271,7 +258,7 @@ fn picture(format: Format, request: &RenderRequest, answer: &Answer) -> Result<O
 }
 
 /// The answer drawn as a PNG; a large picture off the async workers.
-async fn draw(render: Render, answer: &Answer, data: Bytes) -> Result<Bytes, ApiError> {
+async fn draw(render: Render, answer: &RegionResult, data: Bytes) -> Result<Bytes, ApiError> {
     const INLINE_PIXELS: u64 = 512 * 512;
     let (data_type, height, width) = (answer.data_type, answer.shape[0] as u32, answer.shape[1] as u32);
     let picture = move || -> Result<Vec<u8>, ApiError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::data::Answer;
+use super::data::RegionResult;
 use super::format::Format;
 use super::problem::ApiError;
 use crate::encode::csv::Csv;
@@ -23,7 +23,7 @@ use crate::engine::{ColumnLabels, DataType, Dataset, DimSelection, Error, LabelC
 pub(super) struct EncoderRequest<'a> {
     pub(super) dataset: &'a Dataset,
     pub(super) plan: &'a ReadPlan,
-    pub(super) answer: &'a Answer,
+    pub(super) answer: &'a RegionResult,
     /// The reduction the answer is of the plan's result, if any.
     pub(super) reduction: Option<&'a Reduction>,
     /// Whether the result will be streamed slab by slab.

@@ -63,6 +63,8 @@ pub(crate) struct Answer<'a> {
     decodes: Option<(u64, String)>,
     /// Whether GET streams the answer (without a length when unknown).
     streamed: bool,
+    /// Numbers as bytes: compressed on request only up to this length.
+    compress_up_to: Option<u64>,
 }
 
 /// What [`Answer::check`] decided.
@@ -82,6 +84,7 @@ pub(crate) struct Ready {
     versions: Versions,
     /// A HEAD, made to be measured: the body is dropped.
     head: bool,
+    compress_up_to: Option<u64>,
 }
 
 impl<'a> Answer<'a> {
@@ -103,6 +106,7 @@ impl<'a> Answer<'a> {
             bytes: 0,
             decodes: None,
             streamed: false,
+            compress_up_to: None,
         };
         answer.key(dataset.scope.as_bytes()).key(route).key(content_type)
     }
@@ -140,6 +144,16 @@ impl<'a> Answer<'a> {
     /// then not sent, and a HEAD needs none).
     pub(crate) fn streamed(mut self, streamed: bool) -> Self {
         self.streamed = streamed;
+        self
+    }
+
+    /// The body is numbers as bytes (binary, npy, NetCDF, GeoTIFF, XDR):
+    /// compressing them on the fly is several times slower than sending
+    /// them, so one larger than `compress_max_bytes`, or of a length not
+    /// known before it is sent, goes uncompressed whatever the client
+    /// accepts (on GET and HEAD alike).
+    pub(crate) fn numbers(mut self) -> Self {
+        self.compress_up_to = Some(self.state.compress_max_bytes);
         self
     }
 
@@ -197,12 +211,14 @@ impl<'a> Answer<'a> {
                 headers,
                 None,
                 Body::empty(),
+                None,
             )));
         }
         let head = method == Method::HEAD;
         let length = self.length.or_else(|| self.state.answer_lengths.get(&etag));
         if head && (length.is_some() || self.streamed) {
-            return Ok(Checked::Answered(reply(StatusCode::OK, headers, length, Body::empty())));
+            let answer = reply(StatusCode::OK, headers, length, Body::empty(), self.compress_up_to);
+            return Ok(Checked::Answered(answer));
         }
         Ok(Checked::Read(Ready {
             lengths: self.state.answer_lengths.clone(),
@@ -211,6 +227,7 @@ impl<'a> Answer<'a> {
             length: self.length,
             versions,
             head,
+            compress_up_to: self.compress_up_to,
         }))
     }
 
@@ -255,7 +272,7 @@ impl Ready {
             true => Body::empty(),
             false => Body::from(body),
         };
-        reply(StatusCode::OK, self.headers, Some(length), body)
+        reply(StatusCode::OK, self.headers, Some(length), body, self.compress_up_to)
     }
 
     /// The body's length, when known once the answer is read (kept for a
@@ -280,11 +297,17 @@ impl Ready {
             true => Body::empty(),
             false => body,
         };
-        reply(StatusCode::OK, self.headers, self.length, body)
+        reply(StatusCode::OK, self.headers, self.length, body, self.compress_up_to)
     }
 }
 
-fn reply(status: StatusCode, headers: HeaderMap, length: Option<u64>, body: Body) -> Response {
+fn reply(
+    status: StatusCode,
+    headers: HeaderMap,
+    length: Option<u64>,
+    body: Body,
+    compress_up_to: Option<u64>,
+) -> Response {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = headers;
@@ -292,6 +315,9 @@ fn reply(status: StatusCode, headers: HeaderMap, length: Option<u64>, body: Body
         response
             .headers_mut()
             .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    if compress_up_to.is_some_and(|most| length.is_none_or(|n| n > most)) {
+        response.extensions_mut().insert(super::Uncompressed);
     }
     response
 }

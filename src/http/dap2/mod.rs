@@ -257,7 +257,8 @@ impl Request<'_> {
         let described = self
             .describe(dataset, "application/octet-stream", (projection.key(dap), &dds), &reads)
             .length(length)
-            .streamed(streamed);
+            .streamed(streamed)
+            .numbers();
         let response = match described.check(&self.method, &self.headers).await? {
             Checked::Answered(response) => response,
             Checked::Read(ready) if !streamed => {
@@ -284,10 +285,6 @@ impl Request<'_> {
                 ready.stream(body)
             }
         };
-        let mut response = response;
-        if length.is_none_or(|n| n > self.state.compress_max_bytes) {
-            response.extensions_mut().insert(super::Uncompressed);
-        }
         Ok(response)
     }
 

@@ -147,8 +147,7 @@ impl Dataset {
     /// that of the index read now.
     pub(super) async fn shard_version(&self, key: &str, codec: &ShardingCodec) -> Result<Option<String>> {
         if let Some(cached) = self.cached_index(key).await {
-            let now = self.store.head(key).await?;
-            if now.as_ref().map(|i| &i.etag) == Some(&cached.etag) {
+            if self.current_version(key).await? == Some(cached.etag.clone()) {
                 return Ok(cached.etag.clone());
             }
             let cache_key = (self.scope.clone(), key.to_string());
@@ -371,11 +370,18 @@ impl Dataset {
 
     /// [`StoreError::Changed`] unless `key` still has the version `etag`.
     async fn confirm_version(&self, key: &str, etag: Option<&str>) -> Result<()> {
-        let current = self.store.head(key).await?.and_then(|info| info.etag);
+        // Missing and without a version read alike, as when pinned.
+        let current = self.current_version(key).await?.flatten();
         if current.as_deref() != etag {
             return Err(Error::Store(StoreError::Changed(key.to_string())));
         }
         Ok(())
+    }
+
+    /// The version of `key` now (one HEAD): `None` when it is missing,
+    /// `Some(None)` when its store gives no versions.
+    async fn current_version(&self, key: &str) -> Result<Option<Option<String>>> {
+        Ok(self.store.head(key).await?.map(|info| info.etag))
     }
 }
 

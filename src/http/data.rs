@@ -21,7 +21,6 @@ use super::query::Query;
 use super::respond::{self, Checked};
 use super::AppState;
 use crate::encode::json::ResultLabels;
-use crate::encode::png::png_picture;
 use crate::encode::Encoder;
 use crate::engine::reduce::Reduction;
 use crate::engine::render::{self, Render, RenderRequest};
@@ -257,23 +256,10 @@ fn picture(format: Format, request: &RenderRequest, answer: &RegionResult) -> Re
     Ok(Some(render))
 }
 
-/// The answer drawn as a PNG; a large picture off the async workers.
+/// The answer drawn as a PNG.
 async fn draw(render: Render, answer: &RegionResult, data: Bytes) -> Result<Bytes, ApiError> {
-    const INLINE_PIXELS: u64 = 512 * 512;
     let (data_type, height, width) = (answer.data_type, answer.shape[0] as u32, answer.shape[1] as u32);
-    let picture = move || -> Result<Vec<u8>, ApiError> {
-        let picture = render.picture(data_type, &data)?;
-        png_picture(width, height, &picture)
-            .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))
-    };
-    let png = if u64::from(width) * u64::from(height) <= INLINE_PIXELS {
-        picture()?
-    } else {
-        tokio::task::spawn_blocking(picture)
-            .await
-            .map_err(|e| ApiError::Engine(Error::Internal(format!("drawing failed: {e}"))))??
-    };
-    Ok(Bytes::from(png))
+    Ok(super::picture::png(width, height, move || render.picture(data_type, &data)).await?)
 }
 
 /// A result read whole, encoded (text formats off the async workers when large).

@@ -14,6 +14,7 @@ mod middleware;
 mod nodes;
 mod ops;
 mod passthrough;
+mod picture;
 mod problem;
 mod query;
 mod respond;

@@ -12,15 +12,13 @@ use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
-use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::query::TileQuery;
 use super::respond::{Answer, Checked};
 use super::{absolute, ApiError, AppState};
-use crate::encode::png::png_picture;
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
-use crate::engine::{Dataset, Error, GeoVariable, Raster};
+use crate::engine::{Dataset, GeoVariable, Raster};
 
 /// The tile routes.
 pub(super) fn routes() -> Router<Arc<AppState>> {
@@ -239,8 +237,7 @@ async fn tile(
                 .await?
         }
     };
-    let picture = render.picture_of_cells(&raster.cells, &raster.pixels);
-    let png = png_picture(TILE_SIZE, TILE_SIZE, &picture)
-        .map_err(|e| ApiError::Engine(Error::Internal(format!("PNG encoding: {e}"))))?;
-    Ok(ready.whole(Bytes::from(png)))
+    let draw = move || Ok(render.picture_of_cells(&raster.cells, &raster.pixels));
+    let png = super::picture::png(TILE_SIZE, TILE_SIZE, draw).await?;
+    Ok(ready.whole(png))
 }

@@ -22,7 +22,6 @@ use serde_json::{json, Value};
 use super::conditional::{if_none_match, strong_etag};
 use super::respond::{Answer, Checked};
 use super::AppState;
-use crate::encode::png::png_picture;
 use crate::encode::xml::escape;
 use crate::engine::geo::{MapCrs, MapFrame, Sampling, EARTH_RADIUS};
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
@@ -408,20 +407,19 @@ async fn get_map(
                 .await?
         }
     };
-    let png = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, Error> {
+    let draw = move || {
         let mut picture = render.picture_of_cells(&raster.cells, &raster.pixels);
         if !transparent {
             // No data on an opaque map: white (BGCOLOR's default).
             picture.fill_transparent([255, 255, 255, 255]);
         }
-        png_picture(width, height, &picture).map_err(|e| Error::Internal(format!("PNG encoding: {e}")))
-    })
-    .await
-    .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, e.to_string()))??;
-    Ok(ready.whole(Bytes::from(png)))
+        Ok(picture)
+    };
+    let png = super::picture::png(width, height, draw).await?;
+    Ok(ready.whole(png))
 }
 
-fn png_response(png: Vec<u8>) -> Response {
+fn png_response(png: Bytes) -> Response {
     (
         [(header::CONTENT_TYPE, HeaderValue::from_static("image/png"))],
         Body::from(png),
@@ -464,10 +462,7 @@ async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<
     let pixels: Vec<u32> = (0..height)
         .flat_map(|row| std::iter::repeat_n(row, width as usize))
         .collect();
-    let picture = render.picture_of_cells(&rows, &pixels);
-    drop(pixels);
-    let png = png_picture(width, height, &picture)
-        .map_err(|e| WmsError(StatusCode::INTERNAL_SERVER_ERROR, None, format!("PNG encoding: {e}")))?;
+    let png = super::picture::png(width, height, move || Ok(render.picture_of_cells(&rows, &pixels))).await?;
     Ok(png_response(png))
 }
 

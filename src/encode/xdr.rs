@@ -260,6 +260,14 @@ impl Encoder for XdrArray {
             false => self.dap.array_bytes(self.count),
         }
     }
+
+    /// Elements that must be converted (widened, swapped, made counts of
+    /// a CF unit) go in pieces off the async workers; big-endian reads and
+    /// strings (whose elements vary in size) as they are.
+    fn piece_elements(&self) -> Option<u64> {
+        let converts = !self.big_endian && !self.scalar && self.dap != DapType::String;
+        converts.then_some(1 << 18)
+    }
 }
 
 /// One string: its length, its bytes, padding to 4.

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::StreamExt;
 
-use super::respond::INLINE_ENCODE_BYTES;
 use crate::encode::Encoder;
 use crate::engine::{DataType, Dataset, ReadPlan, Versions};
 use crate::metrics::Metrics;
@@ -87,18 +86,20 @@ async fn send_part(dataset: &Dataset, part: Part, tx: &Sender) -> Result<bool, S
     Ok(tail.is_empty() || tx.send(Ok(tail)).await.is_ok())
 }
 
-/// Elements in a slab: fixed-size ones, or variable-length strings.
+/// Elements in a slab: fixed-size ones, or variable-length items (counted
+/// by their lengths, nothing decoded).
 fn element_count(data_type: DataType, slab: &[u8]) -> u64 {
-    match crate::engine::values::text_values(data_type, slab) {
-        Some(texts) if data_type == DataType::String => texts.map_or(0, |t| t.len() as u64),
+    match data_type {
+        DataType::String | DataType::Bytes(_) => crate::engine::vlen::ranges(slab, None).map_or(0, |r| r.len() as u64),
         _ => (slab.len() / data_type.size().max(1)) as u64,
     }
 }
 
 /// Send a slab's elements (the first of them element `start`) encoded:
 /// in pieces of the encoder's [`Encoder::piece_elements`] off the async
-/// workers, else whole (off the workers when large). `Ok(false)` when the
-/// client went away.
+/// workers (encoders that spend CPU on each element), else as the encoder
+/// gives them, inline (elements sent as they are, or byte-swapped).
+/// `Ok(false)` when the client went away.
 async fn send_encoded(
     encoder: &Arc<dyn Encoder>,
     tx: &Sender,
@@ -106,22 +107,17 @@ async fn send_encoded(
     slab: Bytes,
     size: usize,
 ) -> Result<bool, String> {
-    let blocking = |encoder: Arc<dyn Encoder>, first: u64, data: Bytes| async move {
-        tokio::task::spawn_blocking(move || encoder.elements(first, data))
-            .await
-            .map_err(|e| format!("encoding failed: {e}"))?
-    };
     let Some(piece) = encoder.piece_elements() else {
-        let encoded = match slab.len() > INLINE_ENCODE_BYTES {
-            true => blocking(encoder.clone(), start, slab).await?,
-            false => encoder.elements(start, slab)?,
-        };
+        let encoded = encoder.elements(start, slab)?;
         return Ok(tx.send(Ok(encoded)).await.is_ok());
     };
     let step = (piece as usize * size).max(1);
     for at in (0..slab.len()).step_by(step) {
         let data = slab.slice(at..slab.len().min(at + step));
-        let text = blocking(encoder.clone(), start + (at / size) as u64, data).await?;
+        let (encoder, first) = (encoder.clone(), start + (at / size) as u64);
+        let text = tokio::task::spawn_blocking(move || encoder.elements(first, data))
+            .await
+            .map_err(|e| format!("encoding failed: {e}"))??;
         if tx.send(Ok(text)).await.is_err() {
             return Ok(false);
         }

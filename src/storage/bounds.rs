@@ -170,9 +170,13 @@ pub(crate) struct Counted<S> {
 }
 
 impl<S> Counted<S> {
-    fn count<T>(&self, requests: u64, ranged: u64, result: &Result<T, StoreError>) {
+    /// Count requests as they start (a request cancelled part way is sent).
+    fn sent(&self, requests: u64, ranged: u64) {
         self.stats.requests.fetch_add(requests, Ordering::Relaxed);
         self.stats.range_requests.fetch_add(ranged, Ordering::Relaxed);
+    }
+
+    fn failed<T>(&self, result: &Result<T, StoreError>) {
         if result.is_err() {
             self.stats.errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -186,9 +190,9 @@ impl<S> Counted<S> {
 #[async_trait::async_trait]
 impl<S: KeySource> KeySource for Counted<S> {
     async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
-        let ranged = u64::from(range != ByteRange::All);
+        self.sent(1, u64::from(range != ByteRange::All));
         let result = self.inner.get(key, range, if_match).await;
-        self.count(1, ranged, &result);
+        self.failed(&result);
         if let Ok(Some(read)) = &result {
             self.received(read.data.len());
         }
@@ -201,9 +205,9 @@ impl<S: KeySource> KeySource for Counted<S> {
         ranges: &[Range<u64>],
         if_match: Option<&str>,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        self.sent(ranges.len().max(1) as u64, ranges.len() as u64);
         let result = self.inner.get_ranges(key, ranges, if_match).await;
-        let count = ranges.len().max(1) as u64;
-        self.count(count, ranges.len() as u64, &result);
+        self.failed(&result);
         if let Ok(Some(parts)) = &result {
             self.received(parts.iter().map(Bytes::len).sum());
         }
@@ -211,14 +215,16 @@ impl<S: KeySource> KeySource for Counted<S> {
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        self.sent(1, 0);
         let result = self.inner.head(key).await;
-        self.count(1, 0, &result);
+        self.failed(&result);
         result
     }
 
     async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
+        self.sent(1, 0);
         let result = self.inner.list_dir(prefix).await;
-        self.count(1, 0, &result);
+        self.failed(&result);
         result
     }
 }

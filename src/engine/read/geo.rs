@@ -460,13 +460,13 @@ impl GeoVariable {
     /// The positions along T or Z that `pick` selects, in order (every one
     /// without a pick); `None` when the variable has no such axis and
     /// nothing is picked. A pick along an axis it lacks, or one without a
-    /// coordinate, or a pick of nothing, is an invalid request whose
-    /// message reads after "this variable".
+    /// coordinate, or a pick of nothing, is an invalid request (as is a
+    /// label the coordinate cannot read).
     pub fn pick_along(&self, along: Along, pick: Option<&AxisPick>) -> Result<Option<Vec<u64>>> {
         let invalid = |what: String| Error::InvalidRequest(what);
         let Some(dim) = self.axis(along) else {
             return match pick {
-                Some(_) => Err(invalid(format!("has no {} axis", along.name()))),
+                Some(_) => Err(invalid(format!("no {} axis", along.name()))),
                 None => Ok(None),
             };
         };
@@ -475,7 +475,7 @@ impl GeoVariable {
         };
         let coordinate = self
             .coordinate(dim)
-            .ok_or_else(|| invalid(format!("has a {} axis without a coordinate", along.name())))?;
+            .ok_or_else(|| invalid(format!("the {} axis has no coordinate", along.name())))?;
         let picked = match pick {
             AxisPick::Labels(labels, method) => labels
                 .iter()
@@ -484,7 +484,7 @@ impl GeoVariable {
             AxisPick::Between(lo, hi) => coordinate.within(lo.as_ref(), hi.as_ref())?,
         };
         if picked.is_empty() {
-            return Err(invalid(format!("has no {} there", along.position())));
+            return Err(invalid(format!("no {} there", along.position())));
         }
         Ok(Some(picked))
     }

@@ -268,7 +268,7 @@ fn levels(var: &GeoVariable, z: Option<&str>) -> Result<Option<Vec<u64>>, ApiErr
     picked(var, Along::Level, pick, "z", z)
 }
 
-/// The engine's pick along T or Z, its refusals phrased for parameter `name`.
+/// The engine's pick along T or Z, its refusals naming parameter `name`.
 fn picked(
     var: &GeoVariable,
     along: Along,

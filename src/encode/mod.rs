@@ -8,7 +8,9 @@
 //! format shares the ETag, 413 and abort-on-error rules of the read path.
 //!
 //! - [`ascii`]: OPeNDAP DAP2's ASCII rows of an array.
+//! - `coverage_json`: CoverageJSON documents (EDR).
 //! - [`csv`]: one row per element, its labels then its value.
+//! - `geojson`: GeoJSON FeatureCollections of points, written as they go (EDR).
 //! - [`geotiff`]: a one-band GeoTIFF of a 2-D result on a regular grid.
 //! - [`json`]: the JSON document of a region.
 //! - [`netcdf`]: a netCDF classic file (CDF-2, or CDF-5).
@@ -23,7 +25,9 @@
 use bytes::Bytes;
 
 pub mod ascii;
+pub(crate) mod coverage_json;
 pub mod csv;
+pub(crate) mod geojson;
 pub mod geotiff;
 pub mod json;
 pub mod netcdf;

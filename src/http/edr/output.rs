@@ -1,5 +1,7 @@
-//! What an EDR query read, written as CoverageJSON (typed structs, as the
-//! CoverageJSON specification names its members), GeoJSON, CSV or NetCDF.
+//! What an EDR query read, as CoverageJSON, GeoJSON, CSV or NetCDF: this
+//! module says what each document holds (domains, parameters, rows); the
+//! formats are written by `encode` (`coverage_json`, `geojson`, `text`
+//! for CSV cells, `netcdf`).
 //!
 //! The values are read whole (held under the answer budget); the answer is
 //! written from them on a blocking thread straight into the response body,
@@ -10,11 +12,12 @@ use std::io::{self, Write};
 
 use axum::response::Response;
 use bytes::Bytes;
-use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use super::query::{Extract, Shape};
 use super::{coverage_parameter, crs_uri, text_attribute, Collection};
+use crate::encode::coverage_json::{nd_array, Axis, Coverage, CoverageCollection, Document, Domain, Referencing};
+use crate::encode::geojson::{number, FeatureCollection};
 use crate::encode::netcdf::{Attribute, NcType, NetCdf, Variable};
 use crate::encode::text::{csv_cell, write_float, Style};
 use crate::encode::Encoder;
@@ -105,98 +108,6 @@ pub(super) fn respond(format: Format, extract: Extract, ready: Ready) -> Result<
 }
 
 // --- CoverageJSON ----------------------------------------------------------------
-
-/// A CoverageJSON document: one coverage, or a collection of them.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Document<'a> {
-    One(Coverage<'a>),
-    Collection(CoverageCollection<'a>),
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Coverage<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    domain: Domain<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parameters: Option<BTreeMap<String, Value>>,
-    ranges: BTreeMap<String, NdArray<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CoverageCollection<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    domain_type: Option<&'static str>,
-    parameters: BTreeMap<String, Value>,
-    referencing: Vec<Referencing>,
-    coverages: Vec<Coverage<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Domain<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    domain_type: Option<&'static str>,
-    axes: BTreeMap<String, Axis<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    referencing: Vec<Referencing>,
-}
-
-#[derive(Serialize, Clone)]
-struct Referencing {
-    coordinates: Vec<&'static str>,
-    system: Value,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NdArray<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    data_type: &'static str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    axis_names: Vec<&'static str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    shape: Vec<usize>,
-    values: Values<'a>,
-}
-
-/// Values written as they are read: numbers, `null` where missing.
-struct Values<'a>(&'a [f64]);
-
-impl Serialize for Values<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|v| v.is_finite().then_some(*v)))
-    }
-}
-
-fn nd_array<'a>(axis_names: Vec<&'static str>, shape: Vec<usize>, values: &'a [f64]) -> NdArray<'a> {
-    NdArray {
-        kind: "NdArray",
-        data_type: "float",
-        axis_names,
-        shape,
-        values: Values(values),
-    }
-}
-
-/// A domain axis: `{"values": [...]}` (the times and levels borrowed from
-/// the answer, not copied per coverage), or another form.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Axis<'a> {
-    Numbers { values: Vec<f64> },
-    Levels { values: &'a [f64] },
-    Times { values: &'a [String] },
-    Other(Value),
-}
 
 /// The referencing of x/y in `crs`, and of t and z when present.
 fn referencing(crs: &Crs, times: bool, levels: bool) -> Vec<Referencing> {
@@ -601,56 +512,22 @@ fn values(extract: &Extract) -> &[Vec<f64>] {
 fn geo_json(extract: &Extract, w: &mut impl Write) -> io::Result<()> {
     let names: Vec<&str> = extract.vars.iter().map(Collection::name).collect();
     let values = values(extract);
-    w.write_all(br#"{"type":"FeatureCollection","features":["#)?;
-    let mut first = true;
+    let mut features = FeatureCollection::start(w)?;
     for_each_location(extract, |lon, lat, rows| {
-        if !std::mem::take(&mut first) {
-            w.write_all(b",")?;
-        }
-        w.write_all(br#"{"type":"Feature","geometry":{"type":"Point","coordinates":["#)?;
-        number(w, lon)?;
-        w.write_all(b",")?;
-        number(w, lat)?;
-        w.write_all(br#"]},"properties":{"#)?;
-        let mut props = 0;
-        let mut property =
-            |w: &mut dyn Write, name: &str, item: &mut dyn FnMut(&mut dyn Write, &Row<'_>) -> io::Result<()>| {
-                if props > 0 {
-                    w.write_all(b",")?;
-                }
-                props += 1;
-                serde_json::to_writer(&mut *w, name)?;
-                w.write_all(b":")?;
-                let list = rows.len() != 1;
-                w.write_all(if list { b"[" } else { b"" })?;
-                for (i, row) in rows.iter().enumerate() {
-                    if i > 0 {
-                        w.write_all(b",")?;
-                    }
-                    item(w, row)?;
-                }
-                w.write_all(if list { b"]" } else { b"" })
-            };
-        if extract.times.is_some() {
-            property(w, "datetime", &mut |w, row| Ok(serde_json::to_writer(w, &row.t)?))?;
-        }
-        if extract.levels.is_some() {
-            property(w, "z", &mut |w, row| number(w, row.z.unwrap_or(f64::NAN)))?;
-        }
-        for (name, v) in names.iter().zip(values) {
-            property(w, name, &mut |w, row| number(w, v[row.at]))?;
-        }
-        w.write_all(b"}}")
+        features.point(lon, lat, |properties| {
+            if extract.times.is_some() {
+                properties.values("datetime", rows.len(), |w, i| Ok(serde_json::to_writer(w, &rows[i].t)?))?;
+            }
+            if extract.levels.is_some() {
+                properties.values("z", rows.len(), |w, i| number(w, rows[i].z.unwrap_or(f64::NAN)))?;
+            }
+            for (name, v) in names.iter().zip(values) {
+                properties.values(name, rows.len(), |w, i| number(w, v[rows[i].at]))?;
+            }
+            Ok(())
+        })
     })?;
-    w.write_all(b"]}")
-}
-
-/// A JSON number, `null` when not finite.
-fn number(w: &mut (impl Write + ?Sized), v: f64) -> io::Result<()> {
-    match v.is_finite() {
-        true => Ok(serde_json::to_writer(w, &v)?),
-        false => w.write_all(b"null"),
-    }
+    features.finish()
 }
 
 /// One row per location and step: x, y, t and z as present, then each

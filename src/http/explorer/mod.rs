@@ -262,10 +262,7 @@ async fn array_main(
     origin: &str,
     table: Option<(Result<ReadPlan, crate::engine::Error>, &Versions)>,
 ) -> String {
-    let shape: Vec<u64> = doc["shape"]
-        .as_array()
-        .map(|s| s.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default();
+    let shape = doc_shape(doc);
     let names: Vec<Option<String>> = doc["dimension_names"]
         .as_array()
         .map(|n| n.iter().map(|v| v.as_str().map(str::to_string)).collect())
@@ -538,11 +535,16 @@ fn python_snippet(origin: &str, api: &str, select: &str, (data_type, cf): (&str,
 }
 
 /// The read of the first values of a readable 0-d or 1-D array.
-async fn table_plan(dataset: &Dataset, path: &str, doc: &Value) -> Option<Result<ReadPlan, crate::engine::Error>> {
-    let shape: Vec<u64> = doc["shape"]
+/// An array's shape, from its node document.
+fn doc_shape(doc: &Value) -> Vec<u64> {
+    doc["shape"]
         .as_array()
         .map(|s| s.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+async fn table_plan(dataset: &Dataset, path: &str, doc: &Value) -> Option<Result<ReadPlan, crate::engine::Error>> {
+    let shape = doc_shape(doc);
     if doc["readable"] == false || shape.len() > 1 {
         return None;
     }

@@ -203,8 +203,8 @@ pub struct XdrArray {
 
 impl XdrArray {
     /// An array of `count` elements of DAP2 type `dap` (a scalar when
-    /// `scalar`); `big_endian`
-    /// when its read swaps the elements itself ([`sent_as_stored`]).
+    /// `scalar`); `big_endian` when its read swaps the elements itself
+    /// ([`sent_as_stored`]).
     pub fn new(
         data_type: DataType,
         dap: DapType,

@@ -54,7 +54,9 @@ impl ElementsCodec {
     }
 }
 
-/// A standalone pco file's numbers of `data_type`, little-endian.
+/// A standalone pco file's numbers of `data_type`, little-endian. As zarrs
+/// writes them, a complex number is two floats (its real part, then its
+/// imaginary part) and an instant or duration its 64-bit count.
 fn pcodec(encoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
     use pco::standalone::simple_decompress;
     let failed = |e: pco::errors::PcoError| corrupt(format!("pcodec decompression failed: {e}"));
@@ -79,6 +81,9 @@ fn pcodec(encoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
         DataType::Float16 => numbers!(half::f16),
         DataType::Float32 => numbers!(f32),
         DataType::Float64 => numbers!(f64),
+        DataType::Complex64 => numbers!(f32),
+        DataType::Complex128 => numbers!(f64),
+        DataType::DateTime64(_) | DataType::TimeDelta64(_) => numbers!(i64),
         other => {
             return Err(Error::Unsupported(format!(
                 "pcodec of {} (pco has no such numbers)",
@@ -104,6 +109,24 @@ mod tests {
         assert!(codec
             .decode(&encoded[..encoded.len() / 2], DataType::Int32, None)
             .is_err());
+        // Complex numbers as pairs of floats; instants as their counts.
+        let parts: Vec<f32> = vec![1.5, -2.0, 0.25, 8.0];
+        let encoded = pco::standalone::simple_compress(&parts, &pco::ChunkConfig::default()).unwrap();
+        let want: Vec<u8> = parts.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(codec.decode(&encoded, DataType::Complex64, Some(2)).unwrap(), want);
+        assert!(codec.decode(&encoded, DataType::Complex64, Some(4)).is_err());
+        let counts: Vec<i64> = vec![0, 86_400, crate::engine::NAT];
+        let encoded = pco::standalone::simple_compress(&counts, &pco::ChunkConfig::default()).unwrap();
+        let unit = crate::engine::TimeUnit::parse("s").unwrap();
+        let want: Vec<u8> = counts.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(
+            codec.decode(&encoded, DataType::DateTime64(unit), Some(3)).unwrap(),
+            want
+        );
+        assert_eq!(
+            codec.decode(&encoded, DataType::TimeDelta64(unit), Some(3)).unwrap(),
+            want
+        );
         let zfpy = ElementsCodec::from_numcodecs("zfpy", &Map::new()).unwrap_err();
         assert!(matches!(&zfpy, Error::Unsupported(m) if m.contains("zfpy")), "{zfpy}");
     }

@@ -45,9 +45,13 @@ impl PackBitsCodec {
     pub(crate) fn from_json(config: Option<&Map<String, Value>>, repr: &ChunkRepr) -> Result<Self> {
         let (width, components, signed) = match repr.data_type {
             DataType::Bool => (1, 1, false),
-            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
-                (8 * repr.data_type.size() as u32, 1, true)
-            }
+            // Instants and durations are their signed 64-bit counts.
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::DateTime64(_)
+            | DataType::TimeDelta64(_) => (8 * repr.data_type.size() as u32, 1, true),
             DataType::UInt8
             | DataType::UInt16
             | DataType::UInt32
@@ -205,5 +209,25 @@ mod tests {
         assert_eq!(decode(json!({}), DataType::Float32, 1, &f).unwrap(), f.to_vec());
         assert!(decode(json!({}), DataType::Float32, 2, &f).is_err(), "short chunk");
         assert!(decode(json!({"last_bit": 40}), DataType::Int16, 1, &[0, 0]).is_err());
+        // Instants and durations: their 64-bit counts, low 16 bits kept and
+        // sign-extended like an int64's.
+        let unit = crate::engine::TimeUnit::parse("s").unwrap();
+        let counts = [-3i64, 1000];
+        let stream: u32 = counts
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ((*v as u64 as u32) & 0xffff) << (16 * i))
+            .sum();
+        let want: Vec<u8> = counts.iter().flat_map(|v| v.to_le_bytes()).collect();
+        for data_type in [DataType::DateTime64(unit), DataType::TimeDelta64(unit)] {
+            let got = decode(
+                json!({"first_bit": 0, "last_bit": 15}),
+                data_type,
+                2,
+                &stream.to_le_bytes(),
+            )
+            .unwrap();
+            assert_eq!(got, want, "{}", data_type.name());
+        }
     }
 }

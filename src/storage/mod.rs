@@ -14,8 +14,8 @@
 //! list): [`objects::ObjectKeys`], [`icechunk::IcechunkSnapshot`] (and a
 //! repository's `main` tip), [`references::ReferenceSet`]. The limiter,
 //! timeout and counters ([`bounds`]) and the request shapes of remote
-//! backends ([`objects::Coalesced`], [`objects::SuffixViaHead`],
-//! [`objects::ListingBackoff`]) wrap a source; [`Store`] holds the wrapped
+//! backends ([`objects::Remote`]: range coalescing, suffix reads via HEAD,
+//! the HTTP listing back-off) wrap a source; [`Store`] holds the wrapped
 //! source and, for a repository, what resolves its refs.
 
 mod bounds;
@@ -45,7 +45,7 @@ pub use open::StoreOptions;
 
 use self::bounds::Bounds;
 use self::icechunk::{IcechunkRepository, IcechunkSnapshot};
-use self::objects::{Coalesced, ListingBackoff, ObjectKeys, SuffixViaHead};
+use self::objects::{ObjectKeys, Remote};
 use self::source::KeySource;
 
 /// Why a store request failed.
@@ -178,24 +178,21 @@ impl Store {
     fn of_objects(objects: ObjectKeys, backend: Backend, options: &StoreOptions) -> Self {
         let bounds = Bounds::new(options.max_concurrent_requests, options.timeout);
         let local = objects.is_local();
-        let mut keys = bounds.wrap(Arc::new(objects));
-        if backend.no_suffix_ranges {
-            keys = Arc::new(SuffixViaHead { inner: keys });
-        }
-        if backend.may_refuse_listing {
-            keys = Arc::new(ListingBackoff {
-                inner: keys,
-                refused: Default::default(),
-            });
-        }
-        if !local {
-            // Byte ranges of one object closer than this are fetched in one
-            // request: the configured gap, else 256 KiB (a request to a
-            // remote store costs more than that much transfer). Local files
-            // are read range by range (reading a gap only costs copies).
-            let gap = options.coalesce_gap.unwrap_or(256 << 10);
-            keys = Arc::new(Coalesced { inner: keys, gap });
-        }
+        let bounded = bounds.wrap(Arc::new(objects));
+        // Local files are read range by range (reading a gap only costs
+        // copies), list, and read suffixes: no shapes to add.
+        let keys: Arc<dyn KeySource> = match local {
+            true => bounded,
+            false => Arc::new(Remote {
+                inner: bounded,
+                // Byte ranges of one object closer than this are fetched in
+                // one request: the configured gap, else 256 KiB (a request
+                // to a remote store costs more than that much transfer).
+                gap: options.coalesce_gap.unwrap_or(256 << 10),
+                suffix_via_head: backend.no_suffix_ranges,
+                listing_refused: backend.may_refuse_listing.then(Default::default),
+            }),
+        };
         Self {
             keys,
             bounds,

@@ -1,10 +1,10 @@
 //! Keys as objects: of an `object_store` backend (S3, GCS, Azure, HTTP,
 //! memory) or of a local directory, read without object_store's extra
 //! blocking-thread hop ([`LocalFiles`]). And the request shapes remote
-//! backends need, as wrappers: ranges close together fetched in one
-//! request ([`Coalesced`]), "the last n bytes" as a HEAD and a bounded read
-//! where the backend cannot ([`SuffixViaHead`]), and a plain HTTP server
-//! that cannot list asked again only after a while ([`ListingBackoff`]).
+//! backends need, as one wrapper ([`Remote`]): ranges close together
+//! fetched in one request, "the last n bytes" as a HEAD and a bounded read
+//! where the backend cannot, and a plain HTTP server that cannot list asked
+//! again only after a while.
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -97,7 +97,8 @@ impl KeySource for ObjectKeys {
     }
 
     /// A local file is opened once and its ranges read on one blocking
-    /// thread; other backends get a request per range (see [`Coalesced`]).
+    /// thread; other backends get a request per range ([`Remote`] wraps
+    /// them to coalesce ranges first).
     async fn get_ranges(
         &self,
         key: &str,
@@ -176,18 +177,43 @@ pub(super) fn object_info(meta: &object_store::ObjectMeta) -> ObjectInfo {
     }
 }
 
-/// Ranges of one object closer than `gap` fetched in one request each
-/// (object_store's `coalesce_ranges`), every request through `inner`.
+/// How long a plain HTTP store is not asked to list again after it failed to.
+const LISTING_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// The request shapes a remote backend needs, around its bounded source
+/// (so each request it makes is limited and counted on its own).
 #[derive(Debug)]
-pub(super) struct Coalesced<S> {
+pub(super) struct Remote<S> {
     pub(super) inner: S,
+    /// Ranges of one object closer than this are fetched in one request
+    /// each (object_store's `coalesce_ranges`).
     pub(super) gap: u64,
+    /// The backend cannot read "the last n bytes" (Azure Blob): such a
+    /// read is the object's size from a HEAD, then a bounded read
+    /// conditional on `if_match` (or on the HEAD's ETag), so both requests
+    /// see one version.
+    pub(super) suffix_via_head: bool,
+    /// Plain HTTP servers: most cannot list (WebDAV `PROPFIND`), and each
+    /// try waits out the client's retries, so after a failed listing none
+    /// is tried for [`LISTING_RETRY_AFTER`]. When the last one failed;
+    /// `None` for backends that list.
+    pub(super) listing_refused: Option<Mutex<Option<Instant>>>,
 }
 
 #[async_trait::async_trait]
-impl<S: KeySource> KeySource for Coalesced<S> {
+impl<S: KeySource> KeySource for Remote<S> {
     async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
-        self.inner.get(key, range, if_match).await
+        let (ByteRange::Suffix(n), true) = (&range, self.suffix_via_head) else {
+            return self.inner.get(key, range, if_match).await;
+        };
+        let Some(info) = self.inner.head(key).await? else {
+            return Ok(None);
+        };
+        let start = info.size.saturating_sub(*n);
+        let version = if_match.map(str::to_string).or(info.etag);
+        self.inner
+            .get(key, ByteRange::Bounded(start..info.size), version.as_deref())
+            .await
     }
 
     async fn get_ranges(
@@ -224,85 +250,10 @@ impl<S: KeySource> KeySource for Coalesced<S> {
     }
 
     async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
-        self.inner.list_dir(prefix).await
-    }
-}
-
-/// For a backend without suffix ranges (Azure Blob): the last n bytes of
-/// an object are its size from a HEAD, then a bounded read conditional on
-/// `if_match` (or on the HEAD's ETag), so both requests see one version.
-#[derive(Debug)]
-pub(super) struct SuffixViaHead<S> {
-    pub(super) inner: S,
-}
-
-#[async_trait::async_trait]
-impl<S: KeySource> KeySource for SuffixViaHead<S> {
-    async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
-        let ByteRange::Suffix(n) = range else {
-            return self.inner.get(key, range, if_match).await;
+        let Some(refused) = &self.listing_refused else {
+            return self.inner.list_dir(prefix).await;
         };
-        let Some(info) = self.inner.head(key).await? else {
-            return Ok(None);
-        };
-        let start = info.size.saturating_sub(n);
-        let version = if_match.map(str::to_string).or(info.etag);
-        self.inner
-            .get(key, ByteRange::Bounded(start..info.size), version.as_deref())
-            .await
-    }
-
-    async fn get_ranges(
-        &self,
-        key: &str,
-        ranges: &[Range<u64>],
-        if_match: Option<&str>,
-    ) -> Result<Option<Vec<Bytes>>, StoreError> {
-        self.inner.get_ranges(key, ranges, if_match).await
-    }
-
-    async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
-        self.inner.head(key).await
-    }
-
-    async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
-        self.inner.list_dir(prefix).await
-    }
-}
-
-/// How long a plain HTTP store is not asked to list again after it failed to.
-const LISTING_RETRY_AFTER: Duration = Duration::from_secs(300);
-
-/// Plain HTTP servers: most cannot list (WebDAV `PROPFIND`), and each try
-/// waits out the client's retries, so after a failed listing none is tried
-/// for [`LISTING_RETRY_AFTER`].
-#[derive(Debug)]
-pub(super) struct ListingBackoff<S> {
-    pub(super) inner: S,
-    pub(super) refused: Mutex<Option<Instant>>,
-}
-
-#[async_trait::async_trait]
-impl<S: KeySource> KeySource for ListingBackoff<S> {
-    async fn get(&self, key: &str, range: ByteRange, if_match: Option<&str>) -> Result<Option<ReadResult>, StoreError> {
-        self.inner.get(key, range, if_match).await
-    }
-
-    async fn get_ranges(
-        &self,
-        key: &str,
-        ranges: &[Range<u64>],
-        if_match: Option<&str>,
-    ) -> Result<Option<Vec<Bytes>>, StoreError> {
-        self.inner.get_ranges(key, ranges, if_match).await
-    }
-
-    async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
-        self.inner.head(key).await
-    }
-
-    async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
-        let last = *self.refused.lock().expect("not poisoned");
+        let last = *refused.lock().expect("not poisoned");
         if last.is_some_and(|t| t.elapsed() < LISTING_RETRY_AFTER) {
             return Err(StoreError::Unavailable(
                 "this HTTP server does not list directories".into(),
@@ -310,7 +261,7 @@ impl<S: KeySource> KeySource for ListingBackoff<S> {
         }
         let listing = self.inner.list_dir(prefix).await;
         if listing.is_err() {
-            *self.refused.lock().expect("not poisoned") = Some(Instant::now());
+            *refused.lock().expect("not poisoned") = Some(Instant::now());
         }
         listing
     }

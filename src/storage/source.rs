@@ -15,7 +15,7 @@ pub(crate) type Listing = (Vec<String>, Vec<String>);
 /// reference set ([`super::references::ReferenceSet`]). The limiter, the
 /// timeout and the counters are wrappers around it ([`super::bounds`]),
 /// as are the request shapes a backend needs
-/// ([`super::objects::Coalesced`], [`super::objects::SuffixViaHead`]).
+/// ([`super::objects::Remote`]).
 ///
 /// Keys reaching a source are already valid ([`super::validate_key`]). A
 /// missing key is `Ok(None)`, never an error. `if_match` makes a read

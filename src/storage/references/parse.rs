@@ -127,7 +127,15 @@ fn generate(
             Value::Array(items) => items.len() as u64,
             _ => axis_range(name, spec)?.1,
         };
+        // Each axis on its own too: an empty axis makes the product zero,
+        // and the others are still materialised below.
+        if count > budget {
+            return Err(too_many());
+        }
         total = total.checked_mul(count).filter(|t| *t <= budget).ok_or_else(too_many)?;
+    }
+    if total == 0 {
+        return Ok(0);
     }
     for (name, spec) in dimensions {
         let values: Vec<i64> = match spec {
@@ -172,6 +180,9 @@ fn generate(
 /// A `{start, stop, step}` dimension of a `gen` entry: its start and step,
 /// and how many values it has (none when stop is not past start).
 fn axis_range(name: &str, spec: &Value) -> Result<((i64, i64), u64), String> {
+    if !spec.is_object() {
+        return Err(format!("gen dimension '{name}' is neither a list nor {{start, stop, step}}"));
+    }
     let get = |k: &str, d: i64| spec.get(k).and_then(Value::as_i64).unwrap_or(d);
     let (start, stop, step) = (get("start", 0), get("stop", 0), get("step", 1));
     if step <= 0 {
@@ -269,10 +280,14 @@ mod tests {
             r#"{"i": {"start": -9223372036854775808, "stop": 9223372036854775807}}"#,
             r#"{"i": {"stop": 1001}, "j": {"stop": 1000}}"#,
             r#"{"i": {"stop": 4294967296}, "j": {"stop": 4294967296}, "k": {"stop": 4294967296}}"#,
+            r#"{"e": [], "i": {"stop": 4000000000, "step": 7}}"#,
         ] {
             let err = parse(gen(dims).as_bytes()).unwrap_err();
             assert!(err.contains("more than") && err.contains("1000000"), "{dims}: {err}");
         }
+        // A dimension that is a bare number is no dimension.
+        let err = parse(gen(r#"{"n": 1, "i": [0]}"#).as_bytes()).unwrap_err();
+        assert!(err.contains("neither a list"), "{err}");
         // Within the limit: made, and an empty range makes nothing.
         assert_eq!(
             parse(gen(r#"{"i": {"stop": 1000}, "j": [1, 2]}"#).as_bytes())

@@ -4,6 +4,7 @@
 --   TILE_PREFIX path before "z/row/col", e.g. /v1/datasets/map/tiles/WebMercatorQuad/
 --   TILE_QUERY  query string after it, e.g. ?variable=t2m&rescale=230,310
 --   TILE_ENCODING  optional Accept-Encoding header, e.g. "gzip, deflate, br, zstd" (a browser's)
+--   TILE_AUTH   optional Authorization header, e.g. "Bearer eyJ..." (bench/identity_tiles.py)
 -- Thread N starts at a different place in the list (N-1 times a stride), then goes round.
 -- Each response is checked: status 200 with a PNG signature counts as png_200, any
 -- other status as non_200, a 200 without the signature as not_png (one WRKCHECK line).
@@ -11,6 +12,7 @@ local list_path = os.getenv("TILE_LIST")
 local prefix = os.getenv("TILE_PREFIX") or "/"
 local query = os.getenv("TILE_QUERY") or ""
 local encoding = os.getenv("TILE_ENCODING")
+local auth = os.getenv("TILE_AUTH")
 local PNG_SIG = "\137PNG\r\n\26\n"
 
 local threads = {}
@@ -29,8 +31,9 @@ png_200, non_200, not_png = 0, 0, 0
 function init(args)
   for line in io.lines(list_path) do
     if #line > 0 then
-      local headers = nil
-      if encoding and #encoding > 0 then headers = {["Accept-Encoding"] = encoding} end
+      local headers = {}
+      if encoding and #encoding > 0 then headers["Accept-Encoding"] = encoding end
+      if auth and #auth > 0 then headers["Authorization"] = auth end
       reqs[#reqs + 1] = wrk.format("GET", prefix .. line .. query, headers)
     end
   end

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::buffer_pool::BufferPool;
 use crate::engine::{CacheOptions, ReadOptions, ResourceOptions};
+use crate::identity::{Grant, Grants, Identity, IdentitySettings, OidcSettings, RateLimits};
 use crate::storage::{StoreOptions, VirtualContainer};
 
 /// `zarr-serve [PATH] [--config FILE] [--listen ADDR:PORT] [--dataset NAME=URL]...`
@@ -51,6 +52,12 @@ pub struct DatasetConfig {
     /// Bearer token required to read this dataset (never shown or logged).
     #[serde(default)]
     pub token: Option<String>,
+    /// Who may read it (grants; default `["*"]`, or only `token` when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<Vec<String>>,
+    /// Who may write it (grants; default nobody).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<Vec<String>>,
     /// Backend options (endpoint, region, allow_http, ...).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
@@ -95,6 +102,43 @@ impl VirtualChunkContainer {
             },
         }
     }
+}
+
+/// `[auth]`: where callers' credentials are checked.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// `[auth.oidc]`: bearer tokens of one OpenID Connect issuer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<OidcConfig>,
+    /// `[auth.api_keys.NAME]`: API keys, kept as their SHA-256.
+    pub api_keys: BTreeMap<String, ApiKeyConfig>,
+}
+
+/// `[auth.oidc]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The issuer's URL, as tokens name it in `iss`.
+    pub issuer: String,
+    /// The audience tokens must carry in `aud`.
+    pub audience: String,
+    /// The claim listing the caller's groups (a dotted path reaches into
+    /// objects: `realm_access.roles`).
+    #[serde(default = "default_groups_claim")]
+    pub groups_claim: String,
+}
+
+fn default_groups_claim() -> String {
+    "groups".into()
+}
+
+/// `[auth.api_keys.NAME]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// The hex SHA-256 of the key (`printf %s KEY | sha256sum`).
+    pub sha256: String,
 }
 
 /// The whole configuration; every key may be set as `ZARR_SERVE_<KEY>`.
@@ -168,6 +212,14 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Seconds to finish in-flight requests after SIGTERM.
     pub shutdown_grace_secs: f64,
+    /// Requests per second each caller may make (per client address when
+    /// anonymous); unset: no limit.
+    pub rate_limit_per_second: Option<f64>,
+    /// Requests a caller may make at once above the rate (default: the
+    /// rate rounded up).
+    pub rate_limit_burst: Option<u32>,
+    /// Credentials: OpenID Connect and API keys.
+    pub auth: AuthConfig,
     /// The config file read, if any (not a key).
     #[serde(skip)]
     pub file: Option<PathBuf>,
@@ -208,6 +260,9 @@ impl Default for Config {
             metrics_token: None,
             public_url: None,
             shutdown_grace_secs: 30.0,
+            rate_limit_per_second: None,
+            rate_limit_burst: None,
+            auth: AuthConfig::default(),
             file: None,
             datasets: BTreeMap::new(),
         }
@@ -405,6 +460,11 @@ impl Config {
                 return Err(format!("invalid {name} 0: expected at least 1"));
             }
         }
+        self.rate_limits()?;
+        Identity::new(self.identity_settings())?;
+        for (name, dataset) in &self.datasets {
+            dataset.grants(name)?;
+        }
         for name in self.datasets.keys() {
             if name.is_empty()
                 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
@@ -443,6 +503,37 @@ impl Config {
         }
     }
 
+    /// Who the credentials of requests are checked against.
+    pub fn identity_settings(&self) -> IdentitySettings {
+        IdentitySettings {
+            oidc: self.auth.oidc.as_ref().map(|o| OidcSettings {
+                issuer: o.issuer.clone(),
+                audience: o.audience.clone(),
+                groups_claim: o.groups_claim.clone(),
+            }),
+            api_keys: self
+                .auth
+                .api_keys
+                .iter()
+                .map(|(name, key)| (name.clone(), key.sha256.clone()))
+                .collect(),
+            dataset_tokens: self
+                .datasets
+                .iter()
+                .filter_map(|(name, d)| Some((name.clone(), d.token.clone()?)))
+                .collect(),
+        }
+    }
+
+    /// The rate limits of `rate_limit_per_second` and `rate_limit_burst`, if set.
+    pub fn rate_limits(&self) -> Result<Option<RateLimits>, String> {
+        match (self.rate_limit_per_second, self.rate_limit_burst) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err("rate_limit_burst is set without rate_limit_per_second".into()),
+            (Some(rate), burst) => RateLimits::new(rate, burst).map(Some),
+        }
+    }
+
     /// The sizes of every limit, pool and cache of the process.
     pub(crate) fn resource_options(&self) -> ResourceOptions {
         ResourceOptions {
@@ -474,9 +565,27 @@ impl DatasetConfig {
             url,
             description: None,
             token: None,
+            read: None,
+            write: None,
             options: BTreeMap::new(),
             virtual_chunk_containers: Vec::new(),
         }
+    }
+
+    /// Who may read and write the dataset `name`.
+    pub fn grants(&self, name: &str) -> Result<Grants, String> {
+        let parse = |list: &Option<Vec<String>>, which: &str| -> Result<Option<Vec<Grant>>, String> {
+            list.as_ref()
+                .map(|l| l.iter().map(|g| g.parse()).collect::<Result<Vec<Grant>, String>>())
+                .transpose()
+                .map_err(|e| format!("dataset '{name}' {which}: {e}"))
+        };
+        Ok(Grants::new(
+            name,
+            parse(&self.read, "read")?,
+            parse(&self.write, "write")?,
+            self.token.is_some(),
+        ))
     }
 
     fn local(path: &Path) -> Self {

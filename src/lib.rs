@@ -16,6 +16,9 @@
 //!   handing its answer to one response pipeline (`http::respond`: 413,
 //!   ETag and 304, HEAD, whole or streamed); errors as problem+json or in
 //!   the protocol's own form. No codec knowledge.
+//! - [`identity`]: who a request is (OpenID Connect tokens, API keys,
+//!   dataset tokens) and the grants that say who may read and write each
+//!   dataset; rate limits per caller. No HTTP in it.
 //! - [`config`]: the config file, `ZARR_SERVE_*` environment, command line.
 //! - `metrics`: Prometheus text rendering.
 //! - [`buffer_pool`]: large buffers reused across reads (no page faults).
@@ -28,5 +31,6 @@ pub mod encode;
 pub mod engine;
 pub mod fuzz_checks;
 pub mod http;
+pub mod identity;
 mod metrics;
 pub mod storage;

@@ -3,8 +3,8 @@
 # (verified by both), the Rust suites on them, then zarr-python, numpy.load
 # schemathesis, the explorer in headless Chromium, the map clients (GDAL,
 # Leaflet, OpenLayers, QGIS), the DAP2 clients (ncdump, netCDF4, xarray,
-# pydap) and the file clients (pandas, netCDF4, xarray, rasterio) against a
-# running server.
+# pydap), the file clients (pandas, netCDF4, xarray, rasterio) against a
+# running server, and identity against a real OpenID provider.
 source "$(dirname "$0")/lib.sh"
 step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
 ensure_fixtures
@@ -19,6 +19,8 @@ step "interop: OPeNDAP DAP2 (ncdump, netCDF4, xarray, pydap) and CSV/NetCDF/GeoT
 "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/dap
 step "interop: Icechunk repositories and kerchunk references written by icechunk-python, xarray, netCDF4 and kerchunk"
 ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk
+step "interop: identity against a real OpenID provider (node-oidc-provider): grants, bad tokens, rotation, an issuer down, 429s"
+ZS_SERVER_BIN=$SERVER_BIN OIDC_PROVIDER_MODULES=$ROOT/.cache/oidc/node_modules "$PY" -m pytest -q -p no:cacheprovider tests/identity
 step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
 "${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py tests/python/test_codecs_http.py
 PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"

@@ -5,7 +5,7 @@
 # packages into .venv-test (zarr-python 2.18 into .venv-zarr2, openapi-python-client
 # into .venv-openapi, the DAP2 clients into .venv-dap with Python 3.12), Azurite
 # (npm, pinned) into .cache/azurite, Leaflet and OpenLayers (npm, pinned) into
-# .cache/mapjs and cargo-fuzz. Safe to run again: it skips what is there.
+# .cache/mapjs, node-oidc-provider (npm, pinned) into .cache/oidc and cargo-fuzz. Safe to run again: it skips what is there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -37,7 +37,7 @@ VENV=${ZS_VENV:-$ROOT/.venv-test}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check \
   -r tests/fixtures/requirements.txt -r tests/python/requirements.txt -r tests/s3/requirements.txt \
-  -r tests/azure/requirements.txt -r tests/gcs/requirements.txt
+  -r tests/azure/requirements.txt -r tests/gcs/requirements.txt -r tests/identity/requirements.txt
 
 # zarr-python 2.18 for the Zarr v2 view tests, in a venv of its own.
 VENV2=${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}
@@ -63,6 +63,12 @@ if command -v npm >/dev/null; then
   if [ ! -x "$AZ_DIR/node_modules/.bin/azurite-blob" ]; then
     mkdir -p "$AZ_DIR"
     (cd "$AZ_DIR" && npm install --silent --no-audit --no-fund --no-save azurite@3.37.0 >/dev/null)
+  fi
+  # A real OpenID provider for the identity tests (tests/identity).
+  OIDC_DIR=$ROOT/.cache/oidc
+  if [ ! -d "$OIDC_DIR/node_modules/oidc-provider" ]; then
+    mkdir -p "$OIDC_DIR"
+    (cd "$OIDC_DIR" && npm install --silent --no-audit --no-fund --no-save oidc-provider@9.13.3 >/dev/null)
   fi
   # The web map pages of test_map_clients.py load these from a local server.
   MAPJS_DIR=$ROOT/.cache/mapjs

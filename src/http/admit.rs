@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::middleware::MAX_BODY_BYTES;
 use super::{ApiError, AppState};
+use crate::identity::{Caller, Permission};
 
 /// The route layer of every route that reads array data (api.md 4.1, 2):
 /// one of `max_concurrent_reads` read slots, taken before the handler runs
@@ -36,10 +37,10 @@ pub(crate) async fn admit(
     // A request for an unknown dataset, or one it may not read, is
     // answered by its handler without a slot.
     let allowed = match axum::extract::RawPathParams::from_request_parts(&mut parts, &()).await {
-        Ok(params) => params
-            .iter()
-            .find(|(name, _)| *name == "ds")
-            .is_none_or(|(_, ds)| state.configured(ds, &parts.headers).is_ok()),
+        Ok(params) => params.iter().find(|(name, _)| *name == "ds").is_none_or(|(_, ds)| {
+            let caller = parts.extensions.get::<Caller>().cloned().unwrap_or(Caller::Anonymous);
+            state.configured(ds, &caller, Permission::Read).is_ok()
+        }),
         Err(_) => true,
     };
     // A body (a POST's points) is received whole first: a slow sender

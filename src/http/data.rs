@@ -25,10 +25,12 @@ use crate::encode::Encoder;
 use crate::engine::reduce::Reduction;
 use crate::engine::render::{self, Render, RenderRequest};
 use crate::engine::{DataType, Dataset, Error, ReadPlan};
+use crate::identity::Caller;
 
 /// `GET|HEAD|POST /v1/datasets/{ds}/data`: the root node.
 pub(super) async fn read_root(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     RawQuery(query): RawQuery,
     method: Method,
@@ -36,13 +38,14 @@ pub(super) async fn read_root(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let query = parse(query.as_deref(), &method, &body)?;
-    region(&state, &ds, "", query, &method, &headers).await
+    region(&state, &caller, &ds, "", query, &method, &headers).await
 }
 
 /// `GET|HEAD|POST /v1/datasets/{ds}/data/{path}`; a POST carries the
 /// selection in a JSON body.
 pub(super) async fn read(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, path)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     method: Method,
@@ -50,7 +53,7 @@ pub(super) async fn read(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let query = parse(query.as_deref(), &method, &body)?;
-    region(&state, &ds, &path, query, &method, &headers).await
+    region(&state, &caller, &ds, &path, query, &method, &headers).await
 }
 
 /// The query string, and for a POST the body.
@@ -64,13 +67,14 @@ fn parse(query: Option<&str>, method: &Method, body: &[u8]) -> Result<Query, Api
 
 async fn region(
     state: &AppState,
+    caller: &Caller,
     ds: &str,
     path: &str,
     query: Query,
     method: &Method,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(ds, headers).await?;
+    let dataset = &state.dataset(ds, caller).await?;
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let plan = dataset.plan_query(path, &query.read).await?;
     let reduction = query

@@ -133,6 +133,8 @@ fn cors(origins: &[String]) -> CorsLayer {
         header::LAST_MODIFIED,
         header::HeaderName::from_static("zarr-shape"),
         header::HeaderName::from_static("zarr-data-type"),
+        header::WWW_AUTHENTICATE,
+        header::RETRY_AFTER,
     ];
     let base = CorsLayer::new()
         .allow_methods([Method::GET, Method::HEAD, Method::OPTIONS])
@@ -141,6 +143,7 @@ fn cors(origins: &[String]) -> CorsLayer {
             header::IF_NONE_MATCH,
             header::ACCEPT,
             header::AUTHORIZATION,
+            header::HeaderName::from_static("x-api-key"),
             header::ACCEPT_ENCODING,
         ])
         .expose_headers(expose);
@@ -263,7 +266,7 @@ fn size_limits(request: &Request) -> Result<(), ApiError> {
 
 /// The middleware of every route, in one layer (each layer of a router is
 /// cloned on every request): the request timeout, metrics and the access
-/// log around the size limits, the handler, `Cache-Control`, the ETag of a
+/// log around the size limits, the caller and its rate limit, the handler, `Cache-Control`, the ETag of a
 /// compressed representation and problem+json for rejections.
 async fn every_request(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
     // For the route layers that need it ([`read_slot`]).
@@ -271,7 +274,11 @@ async fn every_request(State(state): State<Arc<AppState>>, mut request: Request,
     let caching = caching(request.uri().path());
     let line = request_line(&request);
     let answer = async {
-        let response = match size_limits(&request) {
+        let admitted = match size_limits(&request) {
+            Ok(()) => super::caller::identify(&state, &mut request).await,
+            Err(rejection) => Err(rejection),
+        };
+        let response = match admitted {
             Ok(()) => next.run(request).await,
             Err(rejection) => rejection.into_response(),
         };

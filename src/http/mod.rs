@@ -3,6 +3,7 @@
 
 mod admit;
 mod body;
+mod caller;
 mod conditional;
 mod dap2;
 mod data;

@@ -13,6 +13,7 @@ use super::format::accept_items;
 use super::problem::ApiError;
 use super::AppState;
 use crate::engine::{Dataset, Node, NodeMetadata};
+use crate::identity::{Caller, Permission};
 
 /// 406 unless `Accept` allows JSON.
 pub(super) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
@@ -33,11 +34,12 @@ pub(super) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
 /// `GET /v1/datasets`
 pub(super) async fn list_datasets(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     require_json(&headers)?;
     let list: Vec<Value> = state
-        .readable_datasets(&headers)
+        .readable_datasets(&caller)
         .map(|d| json!({"name": &*d.name, "description": d.description}))
         .collect();
     Ok(json_response(
@@ -56,30 +58,33 @@ fn json_response(body: Bytes, headers: &HeaderMap) -> Response {
 /// `GET /v1/datasets/{ds}/nodes`
 pub(super) async fn root_node(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    document(&state, &ds, "", &headers).await
+    document(&state, &caller, &ds, "", &headers).await
 }
 
 /// `GET /v1/datasets/{ds}/nodes/{path}`
 pub(super) async fn node(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, path)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    document(&state, &ds, &path, &headers).await
+    document(&state, &caller, &ds, &path, &headers).await
 }
 
 /// `GET /v1/datasets/{ds}/refs`: the branches and tags of an Icechunk
 /// repository, each with the snapshot it names now.
 pub(super) async fn refs(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     // The repository's refs, whatever version the URL names.
-    let (dataset, _) = state.configured(&ds, &headers)?;
+    let (dataset, _) = state.configured(&ds, &caller, Permission::Read)?;
     require_json(&headers)?;
     if !dataset.store().is_versioned() {
         return Err(ApiError::BadRequest(format!(
@@ -98,8 +103,14 @@ pub(super) async fn refs(
 }
 
 /// The node document, rendered once per cached node.
-async fn document(state: &AppState, ds: &str, path: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(ds, headers).await?;
+async fn document(
+    state: &AppState,
+    caller: &Caller,
+    ds: &str,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let dataset = &state.dataset(ds, caller).await?;
     require_json(headers)?;
     let body = document_bytes(dataset, path).await?;
     Ok(json_response(body, headers))

@@ -13,6 +13,7 @@ use axum::response::Response;
 use super::conditional::if_none_match;
 use super::problem::ApiError;
 use super::AppState;
+use crate::identity::Caller;
 use crate::storage::{validate_key, ByteRange, ObjectInfo};
 
 /// A parsed `Range` header.
@@ -58,14 +59,15 @@ fn resolve(spec: &RangeSpec, size: u64) -> Option<std::ops::Range<u64>> {
 /// `GET|HEAD /v1/datasets/{ds}/zarr/{key}`
 pub(super) async fn get(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, key)): Path<(String, String)>,
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if let Some(prefix) = key.strip_suffix('/') {
-        return super::view::zarr_listing(&state, &ds, prefix, &method, &headers).await;
+        return super::view::zarr_listing(&state, &caller, &ds, prefix, &method, &headers).await;
     }
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     validate_key(&key).map_err(ApiError::BadRequest)?;
     let store = dataset.store();
     let not_found = || ApiError::NotFound(format!("no key '{key}' in dataset '{ds}'"));

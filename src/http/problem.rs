@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::engine::Error as EngineError;
+use crate::identity::Denied;
 use crate::storage::StoreError;
 
 /// Everything a handler can fail with.
@@ -37,12 +38,21 @@ pub enum ApiError {
         /// Object size.
         size: u64,
     },
-    /// The dataset needs a bearer token and none was given.
-    #[error("this dataset requires 'Authorization: Bearer <token>'")]
+    /// The request needs credentials and sent none.
+    #[error("this request needs credentials: 'Authorization: Bearer <token or key>' or 'X-API-Key: <key>'")]
     Unauthorized,
-    /// The bearer token is wrong.
-    #[error("the bearer token is not valid for this dataset")]
+    /// The bearer token is wrong, or its holder lacks the grant.
+    #[error("the credentials sent do not grant this request")]
     Forbidden,
+    /// A bearer token that failed verification, and why.
+    #[error("the bearer token is not valid: {0}")]
+    InvalidToken(&'static str),
+    /// A bearer token whose issuer's keys cannot be fetched.
+    #[error("the token's issuer cannot be reached to check it; try again shortly")]
+    IssuerUnavailable,
+    /// The caller made more requests than its rate limit allows.
+    #[error("too many requests: the rate limit allows the next one in {0} s")]
+    RateLimited(u64),
     /// The method is not served on this path.
     #[error("method not allowed on this path")]
     MethodNotAllowed,
@@ -64,6 +74,17 @@ pub enum ApiError {
     /// A request refused before its handler ran, with that status.
     #[error("{}", if .1.is_empty() { "the request could not be read" } else { .1.as_str() })]
     Rejected(StatusCode, String),
+}
+
+impl From<Denied> for ApiError {
+    fn from(denied: Denied) -> Self {
+        match denied {
+            Denied::NoCredentials => ApiError::Unauthorized,
+            Denied::InvalidToken(why) => ApiError::InvalidToken(why),
+            Denied::Forbidden => ApiError::Forbidden,
+            Denied::IssuerUnavailable => ApiError::IssuerUnavailable,
+        }
+    }
 }
 
 impl From<StoreError> for ApiError {
@@ -95,8 +116,10 @@ impl ApiError {
             }
             ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::InvalidToken(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::IssuerUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UriTooLong(..) => StatusCode::URI_TOO_LONG,
             ApiError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -118,6 +141,7 @@ impl ApiError {
             StatusCode::URI_TOO_LONG => "uri-too-long",
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "headers-too-large",
             StatusCode::NOT_IMPLEMENTED => "unsupported",
+            StatusCode::TOO_MANY_REQUESTS => "rate-limited",
             StatusCode::BAD_GATEWAY => "corrupt-data",
             StatusCode::SERVICE_UNAVAILABLE => "unavailable",
             StatusCode::GATEWAY_TIMEOUT => "timeout",
@@ -155,6 +179,18 @@ impl IntoResponse for ApiError {
             }
             ApiError::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::InvalidToken(why) => {
+                let challenge = format!("Bearer error=\"invalid_token\", error_description=\"{why}\"");
+                if let Ok(v) = HeaderValue::from_str(&challenge) {
+                    headers.insert(header::WWW_AUTHENTICATE, v);
+                }
+            }
+            ApiError::IssuerUnavailable => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            ApiError::RateLimited(secs) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*secs));
             }
             _ => {}
         }

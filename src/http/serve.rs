@@ -24,6 +24,8 @@ pub async fn serve(
     use axum::serve::Listener as _;
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     use tower::ServiceExt as _;
+    // The OIDC issuer's keys, fetched while the first requests come in.
+    state.identity.start();
     let mut listener = stall::StallGuardedListener::new(listener, state.metrics.clone());
     let app = app(state);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -32,14 +34,16 @@ pub async fn serve(
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let (io, _) = tokio::select! {
+        let (io, peer) = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let service = hyper_util::service::TowerToHyperService::new(
-            app.clone()
-                .map_request(|request: axum::http::Request<hyper::body::Incoming>| request.map(axum::body::Body::new)),
-        );
+        let service = hyper_util::service::TowerToHyperService::new(app.clone().map_request(
+            move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                request.map(axum::body::Body::new)
+            },
+        ));
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(io), service)
             .into_owned();

@@ -11,6 +11,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use super::{dap2, ApiError};
 use crate::config::Config;
 use crate::engine::{Dataset, Resources};
+use crate::identity::{Caller, Grants, Identity, Permission, RateLimits};
 use crate::metrics::Metrics;
 use crate::storage::Store;
 
@@ -19,14 +20,18 @@ use crate::storage::Store;
 pub(crate) struct ServedDataset {
     /// The engine's dataset.
     pub dataset: Dataset,
-    /// Bearer token required, if any (compared in constant time).
-    pub(super) token: Option<String>,
+    /// Who may read and write it.
+    pub(super) grants: Grants,
 }
 
 /// Shared state of all handlers.
 #[derive(Debug)]
 pub struct AppState {
     pub(super) datasets: BTreeMap<String, ServedDataset>,
+    /// Resolves each request's credentials (once, in the middleware).
+    pub(super) identity: Identity,
+    /// Requests per caller, if limited.
+    pub(super) rate_limits: Option<RateLimits>,
     /// The process's limits, pools and caches (shared with every dataset).
     pub(super) resources: Arc<Resources>,
     pub(super) metrics: Arc<Metrics>,
@@ -65,12 +70,14 @@ impl AppState {
                 name.clone(),
                 ServedDataset {
                     dataset,
-                    token: ds.token.clone(),
+                    grants: ds.grants(name)?,
                 },
             );
         }
         Ok(Arc::new(Self {
             datasets,
+            identity: Identity::new(config.identity_settings())?,
+            rate_limits: config.rate_limits()?,
             resources,
             metrics: Arc::default(),
             max_response_bytes: config.max_response_bytes,
@@ -96,25 +103,27 @@ impl AppState {
     }
 
     /// The dataset a URL names (`name`, or `name@ref` for a version of an
-    /// Icechunk repository), if the request may read it.
+    /// Icechunk repository), if `caller` may read it.
     /// A dataset without versions is the configured one, not a copy.
     pub(super) async fn dataset<'a>(
         &'a self,
         addressed: &'a str,
-        headers: &HeaderMap,
+        caller: &Caller,
     ) -> Result<Cow<'a, Dataset>, ApiError> {
-        let (configured, version) = self.configured(addressed, headers)?;
+        let (configured, version) = self.configured(addressed, caller, Permission::Read)?;
         if version.is_none() && !configured.store().is_versioned() {
             return Ok(Cow::Borrowed(configured));
         }
         Ok(Cow::Owned(configured.at(version).await?))
     }
 
-    /// The configured dataset a URL names, and the version it asks for.
+    /// The configured dataset a URL names, and the version it asks for,
+    /// if `caller` holds `permission` on it.
     pub(super) fn configured<'a>(
         &'a self,
         addressed: &'a str,
-        headers: &HeaderMap,
+        caller: &Caller,
+        permission: Permission,
     ) -> Result<(&'a Dataset, Option<&'a str>), ApiError> {
         let (name, version) = match addressed.split_once('@') {
             Some((name, version)) => (name, Some(version)),
@@ -124,21 +133,22 @@ impl AppState {
             .datasets
             .get(name)
             .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
-        check_token(served.token.as_deref(), headers)?;
+        served.grants.check(caller, permission)?;
         Ok((&served.dataset, version))
     }
 
-    /// The datasets this request may read (an unknown token sees what an
-    /// anonymous request sees).
-    pub(super) fn readable_datasets<'a>(&'a self, headers: &'a HeaderMap) -> impl Iterator<Item = &'a Dataset> + 'a {
+    /// The datasets `caller` may read (a credential that fails sees what
+    /// an anonymous request sees).
+    pub(super) fn readable_datasets<'a>(&'a self, caller: &'a Caller) -> impl Iterator<Item = &'a Dataset> + 'a {
         self.datasets
             .values()
-            .filter(|d| check_token(d.token.as_deref(), headers).is_ok())
+            .filter(|d| d.grants.check(caller, Permission::Read).is_ok())
             .map(|d| &d.dataset)
     }
 }
 
-/// 401 without a bearer token, 403 with a wrong one, when `token` is set.
+/// 401 without a bearer token, 403 with a wrong one, when `token` is set
+/// (`/metrics`).
 pub(super) fn check_token(token: Option<&str>, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = token else {
         return Ok(());

@@ -19,16 +19,18 @@ use super::respond::{Answer, Checked};
 use super::AppState;
 use crate::encode::xml::escape;
 use crate::engine::{Listing, ViewValue};
+use crate::identity::Caller;
 use crate::storage::validate_key;
 
 /// `/v1/datasets/{ds}/v2` and `/v1/datasets/{ds}/v2/`: the root listing.
 pub(super) async fn v2_root(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     let listing = dataset.v2_view_list("").await?;
     Ok(listing_response(
         &listing,
@@ -42,11 +44,12 @@ pub(super) async fn v2_root(
 /// `/` the listing of that prefix.
 pub(super) async fn v2_get(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, key)): Path<(String, String)>,
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     if let Some(prefix) = key.strip_suffix('/') {
         validate_key(prefix).map_err(ApiError::BadRequest)?;
         let listing = dataset.v2_view_list(prefix).await?;
@@ -79,22 +82,24 @@ pub(super) async fn v2_get(
 /// `/v1/datasets/{ds}/zarr/`: the passthrough's root listing.
 pub(super) async fn zarr_root(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    zarr_listing(&state, &ds, "", &method, &headers).await
+    zarr_listing(&state, &caller, &ds, "", &method, &headers).await
 }
 
 /// The keys and sub-prefixes of the store directly under `prefix`.
 pub(super) async fn zarr_listing(
     state: &AppState,
+    caller: &Caller,
     ds: &str,
     prefix: &str,
     method: &Method,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(ds, headers).await?;
+    let dataset = &state.dataset(ds, caller).await?;
     validate_key(prefix).map_err(ApiError::BadRequest)?;
     let (prefixes, keys) = dataset.list_keys(prefix).await?;
     if !prefix.is_empty() && prefixes.is_empty() && keys.is_empty() {

@@ -30,6 +30,8 @@ pub fn dataset(url: impl Into<String>) -> DatasetConfig {
         url: url.into(),
         description: None,
         token: None,
+        read: None,
+        write: None,
         options: Default::default(),
         virtual_chunk_containers: Vec::new(),
     }

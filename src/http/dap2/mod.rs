@@ -42,6 +42,7 @@ use crate::encode::xdr;
 use crate::encode::xdr::XdrArray;
 use crate::encode::Encoder;
 use crate::engine::{Dataset, Error, ReadPlan, Selection, Versions};
+use crate::identity::Caller;
 
 /// The answers a DAP2 dataset gives, by URL suffix.
 const SUFFIXES: &str = ".dds, .das, .dods, .ascii (or .asc)";
@@ -101,30 +102,59 @@ struct Request<'a> {
     query: Option<String>,
     method: Method,
     headers: HeaderMap,
+    caller: Caller,
 }
 
 /// `/v1/datasets/{ds}/dap`: the root group, without a suffix.
 async fn root(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    respond(&state, ds, String::new(), "", query, method, headers).await
+    respond(
+        &state,
+        ds,
+        String::new(),
+        "",
+        Sent {
+            caller,
+            query,
+            method,
+            headers,
+        },
+    )
+    .await
 }
 
 /// `/v1/datasets/{ds}/dap.{suffix}`: the root group; any other file name
 /// is no route.
 async fn root_file(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, file)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
     match file.strip_prefix("dap.") {
-        Some(suffix) => respond(&state, ds, String::new(), suffix, query, method, headers).await,
+        Some(suffix) => {
+            respond(
+                &state,
+                ds,
+                String::new(),
+                suffix,
+                Sent {
+                    caller,
+                    query,
+                    method,
+                    headers,
+                },
+            )
+            .await
+        }
         None => ApiError::NotFound("no such route; see /openapi.yaml".into()).into_response(),
     }
 }
@@ -132,6 +162,7 @@ async fn root_file(
 /// `/v1/datasets/{ds}/dap/{group}.{suffix}`.
 async fn group(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, rest)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     method: Method,
@@ -141,18 +172,30 @@ async fn group(
         Some((group, suffix)) if !suffix.contains('/') => (group.to_string(), suffix.to_string()),
         _ => (rest.clone(), String::new()),
     };
-    respond(&state, ds, group, &suffix, query, method, headers).await
+    respond(
+        &state,
+        ds,
+        group,
+        &suffix,
+        Sent {
+            caller,
+            query,
+            method,
+            headers,
+        },
+    )
+    .await
 }
 
-async fn respond(
-    state: &AppState,
-    ds: String,
-    group: String,
-    suffix: &str,
+/// What a client sent besides the path.
+struct Sent {
+    caller: Caller,
     query: Option<String>,
     method: Method,
     headers: HeaderMap,
-) -> Response {
+}
+
+async fn respond(state: &AppState, ds: String, group: String, suffix: &str, sent: Sent) -> Response {
     let Some(answer) = Answer::of(suffix) else {
         let what = match suffix {
             "" => "no DAP2 answer named: append".to_string(),
@@ -165,9 +208,10 @@ async fn respond(
         ds,
         group: group.trim_matches('/').to_string(),
         answer,
-        query,
-        method,
-        headers,
+        query: sent.query,
+        method: sent.method,
+        headers: sent.headers,
+        caller: sent.caller,
     };
     match request.answer().await {
         Ok(response) => with_dap_headers(response, answer.description()),
@@ -177,7 +221,7 @@ async fn respond(
 
 impl Request<'_> {
     async fn answer(&self) -> Result<Response, ApiError> {
-        let dataset = &self.state.dataset(&self.ds, &self.headers).await?;
+        let dataset = &self.state.dataset(&self.ds, &self.caller).await?;
         let key = (dataset.scope.to_string(), self.group.clone());
         let dap = self
             .state

@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 use super::{absolute, ApiError, AppState};
 use crate::engine::geo::Crs;
 use crate::engine::{Dataset, GeoVariable};
+use crate::identity::Caller;
 
 /// The EDR routes.
 pub(super) fn routes() -> Router<Arc<AppState>> {
@@ -63,10 +64,11 @@ fn base(state: &AppState, headers: &HeaderMap, ds: &str) -> String {
 
 async fn landing(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     let base = base(&state, &headers, &ds);
     let title = dataset.description.clone().unwrap_or_else(|| format!("Dataset {ds}"));
     Ok(Json(json!({
@@ -87,10 +89,10 @@ async fn landing(
 
 async fn conformance(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    state.dataset(&ds, &headers).await?;
+    state.dataset(&ds, &caller).await?;
     let classes = ["core", "collections", "json", "geojson", "covjson"]
         .iter()
         .chain(QUERIES.iter())
@@ -156,10 +158,11 @@ pub(super) async fn find_collection(dataset: &Dataset, ds: &str, id: &str) -> Re
 
 async fn collections(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     let base = base(&state, &headers, &ds);
     let mut docs = Vec::new();
     for c in all_collections(dataset).await? {
@@ -174,10 +177,11 @@ async fn collections(
 
 async fn collection(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, c)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     let collection = find_collection(dataset, &ds, &c).await?;
     let base = base(&state, &headers, &ds);
     Ok(Json(collection_document(dataset, &collection, &base).await?).into_response())

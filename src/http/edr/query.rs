@@ -20,6 +20,7 @@ use crate::engine::labels::{Label, Method};
 use crate::engine::{Along, AxisPick, CellRead, Dataset, Error, GeoVariable, ReadPlan, Versions};
 use crate::http::respond::{Answer, Checked};
 use crate::http::{ApiError, AppState};
+use crate::identity::Caller;
 
 /// What was read: the parameters, the T and Z labels, and the values at
 /// the query's places.
@@ -102,12 +103,13 @@ fn bad(text: impl Into<String>) -> ApiError {
 /// `GET /v1/datasets/{ds}/edr/collections/{c}/{query}`.
 pub(super) async fn answer(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, c, query)): Path<(String, String, String)>,
     RawQuery(raw): RawQuery,
     method: axum::http::Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     if !super::QUERIES.contains(&query.as_str()) {
         return Err(ApiError::NotFound(format!(
             "no EDR query '{query}' (queries: {})",

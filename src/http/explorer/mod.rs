@@ -31,6 +31,7 @@ use super::AppState;
 use crate::encode::json::json_body;
 use crate::engine::render::{self, Colormap};
 use crate::engine::{DataType, Dataset, GeoVariable, ReadPlan, ReadQuery, Selection, Versions};
+use crate::identity::Caller;
 
 /// The longest side of the preview, in pixels: larger arrays are coarsened to fit.
 const PREVIEW_SIDE: u64 = 512;
@@ -67,13 +68,13 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
 
 /// `GET /`: the explorer for a browser (`Accept: text/html`); other
 /// clients get what they always got, a 404 naming the API description.
-async fn index(state: State<Arc<AppState>>, method: Method, headers: HeaderMap) -> Response {
+async fn index(state: State<Arc<AppState>>, caller: Caller, method: Method, headers: HeaderMap) -> Response {
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|accept| accept_items(accept).any(|(media, q)| q > 0.0 && media == "text/html"));
     let mut response = match (wants_html, method) {
-        (true, Method::GET) => datasets_page(state, headers).await.into_response(),
+        (true, Method::GET) => datasets_page(state, caller).await.into_response(),
         _ => ApiError::NotFound("no such route; see /openapi.yaml".into()).into_response(),
     };
     // The answer depends on Accept: caches must keep them apart.
@@ -84,9 +85,9 @@ async fn index(state: State<Arc<AppState>>, method: Method, headers: HeaderMap) 
 }
 
 /// The datasets this request may read.
-async fn datasets_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Result<Response, ApiError> {
+async fn datasets_page(State(state): State<Arc<AppState>>, caller: Caller) -> Result<Response, ApiError> {
     let mut rows = String::new();
-    for dataset in state.readable_datasets(&headers) {
+    for dataset in state.readable_datasets(&caller) {
         let _ = writeln!(
             rows,
             "<tr><td><a href=\"{}\">{}</a></td><td>{}</td></tr>",
@@ -105,20 +106,22 @@ async fn datasets_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -
 
 async fn root_page(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    explore(&state, &ds, "", (&method, &headers)).await
+    explore(&state, &caller, &ds, "", (&method, &headers)).await
 }
 
 async fn node_page(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, path)): Path<(String, String)>,
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    explore(&state, &ds, path.trim_end_matches('/'), (&method, &headers)).await
+    explore(&state, &caller, &ds, path.trim_end_matches('/'), (&method, &headers)).await
 }
 
 /// The page of one node: a group's children, or an array's metadata and
@@ -127,11 +130,12 @@ async fn node_page(
 /// values it shows, 304 and HEAD without reading them.
 async fn explore(
     state: &AppState,
+    caller: &Caller,
     ds: &str,
     path: &str,
     (method, headers): (&Method, &HeaderMap),
 ) -> Result<Response, ApiError> {
-    let dataset = &state.dataset(ds, headers).await?;
+    let dataset = &state.dataset(ds, caller).await?;
     let doc = document(dataset, path).await?;
     let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(ds);
     if doc["node_type"].as_str() != Some("array") {

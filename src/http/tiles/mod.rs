@@ -19,6 +19,7 @@ use super::respond::{Answer, Checked};
 use super::{absolute, ApiError, AppState};
 use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
 use crate::engine::{Dataset, GeoVariable, Raster};
+use crate::identity::Caller;
 
 /// The tile routes.
 pub(super) fn routes() -> Router<Arc<AppState>> {
@@ -44,10 +45,10 @@ fn tile_matrix_set(id: &str) -> Result<TileMatrixSet, ApiError> {
 /// `GET /v1/datasets/{ds}/tiles/tileMatrixSets`.
 async fn matrix_sets(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
-    headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    state.dataset(&ds, &headers).await?;
+    state.dataset(&ds, &caller).await?;
     let sets: Vec<Value> = TileMatrixSet::ALL
         .iter()
         .map(|t| {
@@ -78,10 +79,10 @@ fn uri(t: TileMatrixSet) -> String {
 /// TileMatrixSet 2.0 document.
 async fn matrix_set(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, tms)): Path<(String, String)>,
-    headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    state.dataset(&ds, &headers).await?;
+    state.dataset(&ds, &caller).await?;
     let t = tile_matrix_set(&tms)?;
     let (crs, origin, extent) = match t {
         TileMatrixSet::WebMercatorQuad => {
@@ -128,6 +129,7 @@ async fn matrix_set(
 /// `GET /v1/datasets/{ds}/tiles/{tms}/tilejson.json?variable=PATH`.
 async fn tilejson(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, tms)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -135,7 +137,7 @@ async fn tilejson(
     let t = tile_matrix_set(&tms)?;
     let request = TileQuery::parse(query.as_deref())?;
     request.render.resolve()?;
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     let var = dataset.geo_variable(&request.variable).await?;
     let [west, south, east, north] = var.grid.bounds();
     let maxzoom = t.zoom_for(var.grid.smallest_cell_degrees());
@@ -183,6 +185,7 @@ async fn attribution(dataset: &Dataset, var: &GeoVariable) -> Option<String> {
 /// `GET /v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}?variable=PATH`.
 async fn tile(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path((ds, tms, z, row, col)): Path<(String, String, String, String, String)>,
     RawQuery(query): RawQuery,
     method: Method,
@@ -201,7 +204,7 @@ async fn tile(
             t.max_zoom()
         ))
     })?;
-    let dataset = &state.dataset(&ds, &headers).await?;
+    let dataset = &state.dataset(&ds, &caller).await?;
     let var = dataset.geo_variable(&request.variable).await?;
     request.render.resolve()?;
     // The pyramid level (if any) whose cells are no larger than a pixel.

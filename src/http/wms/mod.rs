@@ -21,12 +21,13 @@ use serde_json::{json, Value};
 
 use super::conditional::{if_none_match, strong_etag};
 use super::respond::{Answer, Checked};
-use super::AppState;
+use super::{ApiError, AppState};
 use crate::encode::xml::escape;
 use crate::engine::geo::{MapCrs, MapFrame, Sampling, EARTH_RADIUS};
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
 use crate::engine::render::{Colormap, Render, RenderRequest};
 use crate::engine::{Dataset, Error, GeoVariable, Raster};
+use crate::identity::{Caller, Permission};
 
 /// The WMS route.
 pub(super) fn routes() -> Router<Arc<AppState>> {
@@ -129,17 +130,36 @@ impl Params {
 /// `GET /v1/datasets/{ds}/wms?SERVICE=WMS&REQUEST=...`.
 async fn wms(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Path(ds): Path<String>,
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    match answer(&state, &ds, query.as_deref(), (&method, &headers)).await {
+    if let Err(e) = state.configured(&ds, &caller, Permission::Read) {
+        return refused(e);
+    }
+    match answer(&state, &caller, &ds, query.as_deref(), (&method, &headers)).await {
         // Maps and feature info are tagged before reading (`respond`).
         Ok(response) if response.headers().contains_key(header::ETAG) => response,
         Ok(response) => with_etag(response, &headers).await,
         Err(e) => e.into_response(),
     }
+}
+
+/// An unknown dataset or a denied request as a WMS exception report, with
+/// the challenge (`WWW-Authenticate`) or `Retry-After` the API would send,
+/// so a WMS client can ask its user for credentials.
+fn refused(error: ApiError) -> Response {
+    let report = WmsError(error.status(), None, error.to_string()).into_response();
+    let api = error.into_response();
+    let (mut parts, body) = report.into_parts();
+    for name in [header::WWW_AUTHENTICATE, header::RETRY_AFTER] {
+        if let Some(value) = api.headers().get(&name) {
+            parts.headers.insert(name, value.clone());
+        }
+    }
+    Response::from_parts(parts, body)
 }
 
 /// The answer with a strong ETag of its bytes (the same bytes, the same
@@ -168,12 +188,13 @@ async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
 
 async fn answer(
     state: &AppState,
+    caller: &Caller,
     ds: &str,
     query: Option<&str>,
     (method, headers): (&Method, &HeaderMap),
 ) -> Result<Response, WmsError> {
     let dataset = &state
-        .dataset(ds, headers)
+        .dataset(ds, caller)
         .await
         .map_err(|e| WmsError(e.status(), None, e.to_string()))?;
     let params = Params::parse(query);

@@ -181,7 +181,9 @@ fn generate(
 /// and how many values it has (none when stop is not past start).
 fn axis_range(name: &str, spec: &Value) -> Result<((i64, i64), u64), String> {
     if !spec.is_object() {
-        return Err(format!("gen dimension '{name}' is neither a list nor {{start, stop, step}}"));
+        return Err(format!(
+            "gen dimension '{name}' is neither a list nor {{start, stop, step}}"
+        ));
     }
     let get = |k: &str, d: i64| spec.get(k).and_then(Value::as_i64).unwrap_or(d);
     let (start, stop, step) = (get("start", 0), get("stop", 0), get("step", 1));

@@ -1,0 +1,302 @@
+//! OpenID Connect bearer tokens: the issuer's keys found through
+//! discovery, kept and refreshed, and each token's signature and claims
+//! verified against them.
+//!
+//! The keys are fetched when first needed and again when they are older
+//! than [`REFRESH`] (in the background: requests go on with the keys they
+//! have) or when a token names a key id they lack. Fetches are at least
+//! [`MIN_FETCH_INTERVAL`] apart, so a stream of tokens with made-up key
+//! ids costs the issuer one request per interval. An issuer that cannot be
+//! reached leaves the keys as they were; with none yet, tokens are
+//! answered "issuer unavailable" (503) until it answers.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use reqwest13 as reqwest;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{Caller, Principal};
+
+/// How old the keys may grow before they are fetched again.
+const REFRESH: Duration = Duration::from_secs(300);
+/// Fewest seconds between two fetches of the keys.
+const MIN_FETCH_INTERVAL: Duration = Duration::from_secs(5);
+/// Time allowed for one request to the issuer.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Clock skew allowed on `exp` and `nbf`.
+const LEEWAY_SECS: u64 = 60;
+/// The signature algorithms accepted (never `none` or HMAC).
+const ALGORITHMS: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
+/// Verified tokens remembered (by hash), so a client sending the same
+/// token on every request pays for one signature check.
+const VERIFIED_CACHE: u64 = 10_000;
+/// Largest discovery document or key set read.
+const MAX_DOCUMENT_BYTES: usize = 1 << 20;
+
+/// `[auth.oidc]`.
+#[derive(Debug, Clone)]
+pub struct OidcSettings {
+    /// The issuer's URL, exactly as tokens name it in `iss`.
+    pub issuer: String,
+    /// The audience tokens must name in `aud`.
+    pub audience: String,
+    /// The claim holding the caller's groups; a dotted path reaches into
+    /// objects (`realm_access.roles`).
+    pub groups_claim: String,
+}
+
+/// The issuer's signing keys as last fetched.
+#[derive(Debug)]
+struct KeySet {
+    keys: Vec<SigningKey>,
+    fetched: Instant,
+}
+
+#[derive(Debug)]
+struct SigningKey {
+    id: Option<String>,
+    /// The algorithm the key set pins, if any.
+    algorithm: Option<Algorithm>,
+    key: DecodingKey,
+}
+
+impl SigningKey {
+    /// Whether this key may check a token with key id `kid` signed with `alg`.
+    fn fits(&self, kid: Option<&str>, alg: Algorithm) -> bool {
+        let id_fits = kid.is_none_or(|kid| self.id.as_deref() == Some(kid));
+        id_fits && self.algorithm.is_none_or(|a| a == alg) && self.key.family() == alg.family()
+    }
+}
+
+/// Verifies bearer tokens of one issuer.
+#[derive(Debug)]
+pub(super) struct Verifier {
+    settings: OidcSettings,
+    client: reqwest::Client,
+    /// One per accepted algorithm (the crate checks one family at a time).
+    validations: Vec<Validation>,
+    keys: RwLock<Option<Arc<KeySet>>>,
+    /// When the keys were last asked for (held while a fetch runs, so
+    /// requests that need keys wait for it instead of fetching too).
+    last_fetch: tokio::sync::Mutex<Option<Instant>>,
+    verified: moka::sync::Cache<[u8; 32], (Arc<Principal>, u64)>,
+}
+
+impl Verifier {
+    pub(super) fn new(settings: OidcSettings) -> Result<Self, String> {
+        url::Url::parse(&settings.issuer)
+            .map_err(|e| format!("invalid [auth.oidc] issuer '{}': {e}", settings.issuer))?;
+        let client = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(|e| format!("cannot build the OIDC client: {e}"))?;
+        let validations = ALGORITHMS
+            .iter()
+            .map(|alg| {
+                let mut validation = Validation::new(*alg);
+                validation.leeway = LEEWAY_SECS;
+                validation.validate_nbf = true;
+                validation.set_audience(&[&settings.audience]);
+                validation.set_issuer(&[&settings.issuer]);
+                validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+                validation
+            })
+            .collect();
+        Ok(Self {
+            settings,
+            client,
+            validations,
+            keys: RwLock::new(None),
+            last_fetch: tokio::sync::Mutex::new(None),
+            verified: moka::sync::Cache::builder()
+                .max_capacity(VERIFIED_CACHE)
+                .time_to_live(REFRESH)
+                .build(),
+        })
+    }
+
+    /// Fetch the keys once now, saying in the log whether the issuer
+    /// answered (start-up goes on either way).
+    pub(super) async fn warm_up(self: Arc<Self>) {
+        match self.fetch().await {
+            Ok(n) => tracing::info!(issuer = %self.settings.issuer, keys = n, "OIDC issuer keys fetched"),
+            Err(e) => tracing::warn!(issuer = %self.settings.issuer, "OIDC issuer not reachable yet: {e}"),
+        }
+    }
+
+    /// Who the token says the caller is, once its signature and claims hold.
+    pub(super) async fn verify(self: &Arc<Self>, token: &str) -> Caller {
+        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some((principal, exp)) = self.verified.get(&hash) {
+            if jsonwebtoken::get_current_timestamp() <= exp.saturating_add(LEEWAY_SECS) {
+                return Caller::Known(principal);
+            }
+            self.verified.invalidate(&hash);
+        }
+        let header = match jsonwebtoken::decode_header(token) {
+            Ok(header) => header,
+            Err(_) => return Caller::Invalid("the token is not a well-formed JWT of an accepted algorithm"),
+        };
+        let Some(validation) = self.validations.iter().find(|v| v.algorithms == [header.alg]) else {
+            return Caller::Invalid("the token's algorithm is not accepted (RS256, ES256 or EdDSA)");
+        };
+        let kid = header.kid.as_deref();
+        let Some(keys) = self.keys_for(kid, header.alg).await else {
+            return Caller::IssuerUnavailable;
+        };
+        let Some(key) = keys.keys.iter().find(|k| k.fits(kid, header.alg)) else {
+            return Caller::Invalid("the token is signed with a key the issuer does not publish");
+        };
+        match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation) {
+            Ok(data) => {
+                let exp = data.claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+                let principal = Arc::new(self.principal(&data.claims));
+                self.verified.insert(hash, (principal.clone(), exp));
+                Caller::Known(principal)
+            }
+            Err(e) => Caller::Invalid(reason(e.kind())),
+        }
+    }
+
+    /// The keys to check a token with key id `kid`: those held, fetched
+    /// again first when none fits (at most once per interval) and in the
+    /// background when they are old. `None`: the issuer has never answered.
+    async fn keys_for(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Option<Arc<KeySet>> {
+        let held = self.keys.read().expect("keys lock").clone();
+        if let Some(keys) = &held {
+            if keys.keys.iter().any(|k| k.fits(kid, alg)) {
+                if keys.fetched.elapsed() > REFRESH {
+                    let verifier = self.clone();
+                    tokio::spawn(async move {
+                        let _ = verifier.fetch().await;
+                    });
+                }
+                return held;
+            }
+        }
+        if let Err(e) = self.fetch().await {
+            tracing::warn!(issuer = %self.settings.issuer, "OIDC keys not fetched: {e}");
+        }
+        self.keys.read().expect("keys lock").clone()
+    }
+
+    /// Fetch discovery and the key set, unless a fetch was made less than
+    /// [`MIN_FETCH_INTERVAL`] ago; how many keys are held.
+    async fn fetch(&self) -> Result<usize, String> {
+        let mut last = self.last_fetch.lock().await;
+        if last.is_some_and(|t| t.elapsed() < MIN_FETCH_INTERVAL) {
+            return Err("fetched moments ago".into());
+        }
+        *last = Some(Instant::now());
+        let issuer = self.settings.issuer.trim_end_matches('/');
+        let discovery = self
+            .get_json(&format!("{issuer}/.well-known/openid-configuration"))
+            .await?;
+        let named = discovery.get("issuer").and_then(Value::as_str).unwrap_or_default();
+        if named.trim_end_matches('/') != issuer {
+            return Err(format!("the discovery document names issuer '{named}'"));
+        }
+        let jwks_uri = discovery
+            .get("jwks_uri")
+            .and_then(Value::as_str)
+            .ok_or("the discovery document has no jwks_uri")?;
+        let set = self.get_json(jwks_uri).await?;
+        let keys = signing_keys(&set);
+        if keys.is_empty() {
+            return Err("the issuer's key set has no signing key of an accepted type".into());
+        }
+        let count = keys.len();
+        *self.keys.write().expect("keys lock") = Some(Arc::new(KeySet {
+            keys,
+            fetched: Instant::now(),
+        }));
+        Ok(count)
+    }
+
+    async fn get_json(&self, url: &str) -> Result<Value, String> {
+        let response = self
+            .client
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("GET {url}: status {}", response.status()));
+        }
+        let body = response.bytes().await.map_err(|e| format!("GET {url}: {e}"))?;
+        if body.len() > MAX_DOCUMENT_BYTES {
+            return Err(format!("GET {url}: more than {MAX_DOCUMENT_BYTES} bytes"));
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("GET {url}: not JSON: {e}"))
+    }
+
+    fn principal(&self, claims: &Map<String, Value>) -> Principal {
+        let strings = |v: Option<&Value>| -> Vec<String> {
+            match v {
+                Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                _ => Vec::new(),
+            }
+        };
+        let mut groups_at = Some(claims.get(self.settings.groups_claim.as_str()));
+        if groups_at.flatten().is_none() {
+            // A dotted path into objects, as Keycloak's `realm_access.roles`.
+            let mut parts = self.settings.groups_claim.split('.');
+            let first = parts.next().and_then(|p| claims.get(p));
+            groups_at = Some(parts.try_fold(first, |v, p| Some(v?.get(p))).flatten());
+        }
+        let mut scopes = strings(claims.get("scope"));
+        scopes.extend(strings(claims.get("scp")));
+        Principal {
+            subject: claims.get("sub").and_then(Value::as_str).map(str::to_string),
+            groups: strings(groups_at.flatten()),
+            scopes,
+            ..Principal::default()
+        }
+    }
+}
+
+/// The keys of a JWK set that can check signatures of an accepted
+/// algorithm (encryption keys and keys of other types are passed over).
+fn signing_keys(set: &Value) -> Vec<SigningKey> {
+    let items = set
+        .get("keys")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    items
+        .iter()
+        .filter(|item| item.get("use").and_then(Value::as_str).is_none_or(|u| u == "sig"))
+        .filter_map(|item| {
+            let jwk: Jwk = serde_json::from_value(item.clone()).ok()?;
+            let algorithm = match item.get("alg").and_then(Value::as_str) {
+                None => None,
+                Some(name) => Some(name.parse::<Algorithm>().ok().filter(|a| ALGORITHMS.contains(a))?),
+            };
+            Some(SigningKey {
+                id: jwk.common.key_id.clone(),
+                algorithm,
+                key: DecodingKey::from_jwk(&jwk).ok()?,
+            })
+        })
+        .collect()
+}
+
+/// What a client is told of a token that failed (never the token).
+fn reason(kind: &jsonwebtoken::errors::ErrorKind) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind as K;
+    match kind {
+        K::ExpiredSignature => "the token has expired",
+        K::ImmatureSignature => "the token is not valid yet (nbf)",
+        K::InvalidAudience => "the token is for another audience",
+        K::InvalidIssuer => "the token is from another issuer",
+        K::InvalidSignature => "the token's signature does not verify",
+        K::MissingRequiredClaim(_) => "the token lacks exp, iss or aud",
+        K::InvalidAlgorithm => "the token's algorithm is not accepted (RS256, ES256 or EdDSA)",
+        _ => "the token is not valid",
+    }
+}

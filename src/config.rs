@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::buffer_pool::BufferPool;
 use crate::engine::{CacheOptions, ReadOptions, ResourceOptions};
-use crate::identity::{Grant, Grants, Identity, IdentitySettings, OidcSettings, RateLimits};
+use crate::identity::{Grant, Grants, Identity, IdentitySettings, OidcSettings, RateLimits, TrustedProxies};
 use crate::storage::{StoreOptions, VirtualContainer};
 
 /// `zarr-serve [PATH] [--config FILE] [--listen ADDR:PORT] [--dataset NAME=URL]...`
@@ -218,6 +218,9 @@ pub struct Config {
     /// Requests a caller may make at once above the rate (default: the
     /// rate rounded up).
     pub rate_limit_burst: Option<u32>,
+    /// Proxies (addresses, CIDR blocks) whose `X-Forwarded-For` names the
+    /// client a rate limit counts; empty: the connection's peer.
+    pub trusted_proxies: Vec<String>,
     /// Credentials: OpenID Connect and API keys.
     pub auth: AuthConfig,
     /// The config file read, if any (not a key).
@@ -262,6 +265,7 @@ impl Default for Config {
             shutdown_grace_secs: 30.0,
             rate_limit_per_second: None,
             rate_limit_burst: None,
+            trusted_proxies: Vec::new(),
             auth: AuthConfig::default(),
             file: None,
             datasets: BTreeMap::new(),
@@ -461,6 +465,7 @@ impl Config {
             }
         }
         self.rate_limits()?;
+        TrustedProxies::parse(&self.trusted_proxies)?;
         Identity::new(self.identity_settings())?;
         for (name, dataset) in &self.datasets {
             dataset.grants(name)?;

@@ -186,16 +186,57 @@ async fn api_keys_work_both_ways_and_only_with_their_grant() {
         code(&server, NODE, Some(("x-api-key", "other-key-2".into()))).await,
         403
     );
-    assert_eq!(code(&server, NODE, bearer("not-a-key")).await, 403);
+    // A credential that is nothing known: 401 invalid_token (a dataset
+    // with a legacy token keeps part 1's 403, below).
+    let unknown = status(&server, NODE, Some(("authorization", "Bearer not-a-key"))).await;
+    assert_eq!(unknown.status(), 401);
+    let challenge = unknown.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
+    assert!(challenge.starts_with("Bearer error=\"invalid_token\""), "{challenge}");
     let anonymous = status(&server, NODE, None).await;
     assert_eq!(anonymous.status(), 401);
     assert_eq!(anonymous.headers()[header::WWW_AUTHENTICATE], "Bearer");
-    let body = anonymous.text().await.unwrap();
-    assert!(!body.contains("pipeline-key-1"));
     // The open dataset stays open, whatever the credential.
     let open = "/v1/datasets/fixtures/nodes";
     assert_eq!(code(&server, open, None).await, 200);
     assert_eq!(code(&server, open, bearer("not-a-key")).await, 200);
+}
+
+/// Answers that depend on credentials are never kept by a shared cache.
+#[tokio::test]
+async fn answers_for_some_callers_only_are_private() {
+    let server = Server::start(guarded(&["key:pipeline"], None)).await;
+    let header_of = |r: &reqwest::Response, name| {
+        r.headers()
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let guarded = status(&server, NODE, Some(("x-api-key", "pipeline-key-1"))).await;
+    assert_eq!(guarded.status(), 200);
+    assert_eq!(header_of(&guarded, header::CACHE_CONTROL), "private, max-age=60");
+    assert!(header_of(&guarded, header::VARY).contains("authorization, x-api-key"));
+    let listing = status(&server, "/v1/datasets", None).await;
+    assert!(header_of(&listing, header::CACHE_CONTROL).starts_with("private"));
+    let open = status(&server, "/v1/datasets/fixtures/nodes", None).await;
+    assert_eq!(header_of(&open, header::CACHE_CONTROL), "max-age=60");
+    assert!(!header_of(&open, header::VARY).contains("authorization"));
+}
+
+/// `authenticated` is a valid token or API key: another dataset's token
+/// is a read key of that dataset, not an identity.
+#[tokio::test]
+async fn a_dataset_token_is_not_authenticated_elsewhere() {
+    let mut cfg = guarded(&["authenticated"], None);
+    cfg.datasets.get_mut("fixtures").unwrap().token = Some("fixtures-token".into());
+    let server = Server::start(cfg).await;
+    assert_eq!(
+        code(&server, "/v1/datasets/fixtures/nodes", bearer("fixtures-token")).await,
+        200
+    );
+    assert_eq!(code(&server, NODE, bearer("fixtures-token")).await, 403);
+    assert_eq!(code(&server, NODE, bearer("other-key-2")).await, 200);
 }
 
 #[tokio::test]
@@ -342,6 +383,17 @@ async fn oidc_tokens_are_verified_and_each_grant_kind_holds() {
         );
         assert!(!response.text().await.unwrap().contains(&token), "{what}");
     }
+    // A key of another family under a published kid fits no key.
+    let mismatched = {
+        let es = Key::es256("k1");
+        es.sign(&issuer.claims("alice", json!({})))
+    };
+    assert!([401, 503].contains(&code(&server, NODE, bearer(&mismatched)).await));
+    // A token remembered as verified still expires (60 s of leeway).
+    let nearly = token("alice", json!({"exp": jsonwebtoken::get_current_timestamp() - 57}));
+    assert_eq!(code(&server, NODE, bearer(&nearly)).await, 200);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(code(&server, NODE, bearer(&nearly)).await, 401);
     // A listing shows what the token may read, and an invalid token sees
     // what anonymous sees.
     assert_eq!(listed(&server, bearer(&token("alice", json!({})))).await.len(), 2);
@@ -357,19 +409,27 @@ async fn rotated_keys_are_fetched_once_for_an_unknown_kid() {
     let claims = issuer.claims("svc", json!({}));
     assert_eq!(code(&server, NODE, bearer(&first.sign(&claims))).await, 200);
     let fetched = *issuer.fetches.lock().unwrap();
-    // Rotation: the issuer now signs with a new key and publishes both.
+    // Rotation: the issuer signs with a new key and withdraws the old one.
     tokio::time::sleep(Duration::from_secs(6)).await;
     let second = Key::ed25519("2026-b");
-    issuer.keys.lock().unwrap().push(second.jwk.clone());
+    *issuer.keys.lock().unwrap() = vec![second.jwk.clone()];
     assert_eq!(code(&server, NODE, bearer(&second.sign(&claims))).await, 200);
     assert_eq!(*issuer.fetches.lock().unwrap(), fetched + 1);
-    // Made-up key ids cost the issuer at most one fetch per interval.
+    // Made-up key ids cost the issuer at most one fetch per interval: right
+    // after a fetch they are "try again" (503), never accepted; so is a
+    // new token of the withdrawn key.
     for n in 0..20 {
         let stranger = Key::ed25519(&format!("made-up-{n}"));
-        assert_eq!(code(&server, NODE, bearer(&stranger.sign(&claims))).await, 401);
+        assert_eq!(code(&server, NODE, bearer(&stranger.sign(&claims))).await, 503);
     }
-    assert!(*issuer.fetches.lock().unwrap() <= fetched + 2);
-    assert_eq!(code(&server, NODE, bearer(&first.sign(&claims))).await, 200);
+    let fresh = issuer.claims("svc-2", json!({}));
+    assert_eq!(code(&server, NODE, bearer(&first.sign(&fresh))).await, 503);
+    assert_eq!(*issuer.fetches.lock().unwrap(), fetched + 1);
+    // Once the keys may be asked for again: refused for good.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(code(&server, NODE, bearer(&first.sign(&fresh))).await, 401);
+    assert_eq!(code(&server, NODE, bearer(&second.sign(&fresh))).await, 200);
+    assert_eq!(*issuer.fetches.lock().unwrap(), fetched + 2);
 }
 
 #[tokio::test]

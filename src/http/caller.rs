@@ -1,7 +1,7 @@
 //! The identity layer: each request's credential resolved once into a
 //! [`Caller`] (which handlers extract), and its rate limit counted.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -22,7 +22,7 @@ pub(super) async fn identify(state: &AppState, request: &mut Request) -> Result<
         .as_ref()
         .filter(|_| !UNLIMITED.contains(&request.uri().path()));
     if let Some(limits) = limited {
-        let key = caller.rate_key(&client_address(request));
+        let key = caller.rate_key(|| client_address(state, request));
         if let Err(wait) = limits.check(&key) {
             return Err(ApiError::RateLimited(wait.as_secs_f64().ceil().max(1.0) as u64));
         }
@@ -44,30 +44,12 @@ fn credential(headers: &HeaderMap) -> Option<Credential<'_>> {
         .then_some(Credential::Bearer(token))
 }
 
-/// The client's address: the connection's peer, or, when the peer is a
-/// proxy on a private or loopback address, the last address that proxy
-/// appended to `X-Forwarded-For`.
-fn client_address(request: &Request) -> String {
+/// The rate-limit key of the client's address (the connection's peer, or
+/// what a trusted proxy says in `X-Forwarded-For`).
+fn client_address(state: &AppState, request: &Request) -> String {
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-    let behind_proxy = peer.is_none_or(private);
-    let forwarded = request
-        .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.rsplit(',').next())
-        .and_then(|a| a.trim().parse::<IpAddr>().ok());
-    match (behind_proxy, forwarded, peer) {
-        (true, Some(client), _) => client.to_string(),
-        (_, _, Some(peer)) => peer.to_string(),
-        _ => "unknown".into(),
-    }
-}
-
-fn private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private(),
-        IpAddr::V6(v6) => v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00,
-    }
+    let forwarded = request.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    state.trusted_proxies.client_key(peer, forwarded)
 }
 
 /// Handlers take the caller the layer resolved (anonymous if none was).
@@ -93,21 +75,5 @@ mod tests {
         assert!(credential(&headers).is_none());
         headers.insert("x-api-key", "k".parse().unwrap());
         assert!(matches!(credential(&headers), Some(Credential::ApiKey("k"))));
-    }
-
-    #[test]
-    fn a_forwarded_address_counts_only_behind_a_private_proxy() {
-        let request = |peer: &str, forwarded: &str| {
-            let mut r = Request::builder()
-                .header("x-forwarded-for", forwarded)
-                .body(axum::body::Body::empty())
-                .unwrap();
-            r.extensions_mut()
-                .insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
-            r
-        };
-        assert_eq!(client_address(&request("10.0.0.2:5000", "1.2.3.4, 5.6.7.8")), "5.6.7.8");
-        assert_eq!(client_address(&request("9.9.9.9:5000", "5.6.7.8")), "9.9.9.9");
-        assert_eq!(client_address(&request("127.0.0.1:5000", "junk")), "127.0.0.1");
     }
 }

@@ -192,16 +192,46 @@ fn caching(path: &str) -> Caching {
     }
 }
 
+/// Whether the answer to `path` is the same for every caller: it names a
+/// dataset anyone may read (or none), or it lists datasets and every one
+/// is open to anyone. Other answers depend on the credentials sent.
+fn shared(state: &AppState, path: &str) -> bool {
+    let rest = match (path.strip_prefix(CACHEABLE_PREFIX), path.strip_prefix("/explore")) {
+        (Some(rest), _) | (None, Some(rest)) => rest,
+        (None, None) if path == "/" => "",
+        (None, None) => return true,
+    };
+    let segment = rest.trim_start_matches('/').split('/').next().unwrap_or_default();
+    if segment.is_empty() {
+        return state.all_public();
+    }
+    let dataset = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
+    state.is_public(dataset.split('@').next().unwrap_or_default())
+}
+
 /// `Cache-Control` on successful and 304 answers of the dataset routes
-/// (data, nodes, listings, passthrough, the v2 view, the protocols).
-fn cache_control(state: &AppState, caching: Caching, mut response: Response) -> Response {
+/// (data, nodes, listings, passthrough, the v2 view, the protocols). An
+/// answer that depends on the caller's credentials is `private` (never
+/// kept by a shared cache) and varies on them.
+fn cache_control(state: &AppState, caching: Caching, shared: bool, mut response: Response) -> Response {
     let status = response.status();
-    if caching != Caching::Unsaid && (status.is_success() || status == axum::http::StatusCode::NOT_MODIFIED) {
-        let value = match caching {
-            Caching::Immutable => HeaderValue::from_static("public, max-age=31536000, immutable"),
-            _ => state.cache_control.clone(),
+    let ok = status.is_success() || status == axum::http::StatusCode::NOT_MODIFIED;
+    if ok && caching != Caching::Unsaid {
+        let value = match (caching, shared) {
+            (Caching::Immutable, true) => HeaderValue::from_static("public, max-age=31536000, immutable"),
+            (Caching::Immutable, false) => HeaderValue::from_static("private, max-age=31536000, immutable"),
+            (_, true) => state.cache_control.clone(),
+            (_, false) => HeaderValue::from_str(&format!("private, {}", state.cache_control.to_str().unwrap_or("")))
+                .unwrap_or(HeaderValue::from_static("private")),
         };
         response.headers_mut().entry(header::CACHE_CONTROL).or_insert(value);
+    } else if ok && !shared {
+        let private = HeaderValue::from_static("private");
+        response.headers_mut().entry(header::CACHE_CONTROL).or_insert(private);
+    }
+    if !shared {
+        let vary = HeaderValue::from_static("authorization, x-api-key");
+        response.headers_mut().append(header::VARY, vary);
     }
     response
 }
@@ -272,6 +302,7 @@ async fn every_request(State(state): State<Arc<AppState>>, mut request: Request,
     // For the route layers that need it ([`read_slot`]).
     request.extensions_mut().insert(state.clone());
     let caching = caching(request.uri().path());
+    let shared = shared(&state, request.uri().path());
     let line = request_line(&request);
     let answer = async {
         let admitted = match size_limits(&request) {
@@ -282,7 +313,7 @@ async fn every_request(State(state): State<Arc<AppState>>, mut request: Request,
             Ok(()) => next.run(request).await,
             Err(rejection) => rejection.into_response(),
         };
-        problem_for_rejections(etag_per_coding(cache_control(&state, caching, response))).await
+        problem_for_rejections(etag_per_coding(cache_control(&state, caching, shared, response))).await
     };
     timeout_and_record(&state, line, answer).await
 }

@@ -25,14 +25,26 @@ pub(super) async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: 200 once every dataset's store answered; else 503 naming them.
+/// `GET /readyz`: 200 once every dataset's store answered; else 503 naming
+/// them (a dataset not everyone may read only as "a dataset": its name and
+/// store are nobody's business here).
 pub(super) async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
-    let checks = state.datasets.iter().map(|(name, d)| async move {
-        let result = tokio::time::timeout(Duration::from_secs(5), d.dataset.store().check()).await;
-        match result {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(format!("{name}: {e}")),
-            Err(_) => Some(format!("{name}: store did not answer within 5 s")),
+    let checks = state.datasets.iter().map(|(name, d)| {
+        let public = state.is_public(name);
+        async move {
+            let result = tokio::time::timeout(Duration::from_secs(5), d.dataset.store().check()).await;
+            let said = |what: String| {
+                if public {
+                    format!("{name}: {what}")
+                } else {
+                    "a dataset: not ready".into()
+                }
+            };
+            match result {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(said(e.to_string())),
+                Err(_) => Some(said("store did not answer within 5 s".into())),
+            }
         }
     });
     let failures: Vec<String> = futures::future::join_all(checks).await.into_iter().flatten().collect();

@@ -11,7 +11,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use super::{dap2, ApiError};
 use crate::config::Config;
 use crate::engine::{Dataset, Resources};
-use crate::identity::{Caller, Grants, Identity, Permission, RateLimits};
+use crate::identity::{Caller, Grants, Identity, Permission, RateLimits, TrustedProxies};
 use crate::metrics::Metrics;
 use crate::storage::Store;
 
@@ -32,6 +32,8 @@ pub struct AppState {
     pub(super) identity: Identity,
     /// Requests per caller, if limited.
     pub(super) rate_limits: Option<RateLimits>,
+    /// Whose `X-Forwarded-For` names the client.
+    pub(super) trusted_proxies: TrustedProxies,
     /// The process's limits, pools and caches (shared with every dataset).
     pub(super) resources: Arc<Resources>,
     pub(super) metrics: Arc<Metrics>,
@@ -78,6 +80,7 @@ impl AppState {
             datasets,
             identity: Identity::new(config.identity_settings())?,
             rate_limits: config.rate_limits()?,
+            trusted_proxies: TrustedProxies::parse(&config.trusted_proxies)?,
             resources,
             metrics: Arc::default(),
             max_response_bytes: config.max_response_bytes,
@@ -135,6 +138,20 @@ impl AppState {
             .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
         served.grants.check(caller, permission)?;
         Ok((&served.dataset, version))
+    }
+
+    /// Whether anyone, anonymous included, may read dataset `name` (an
+    /// unknown name: yes, its answer is the same 404 for everyone).
+    pub(super) fn is_public(&self, name: &str) -> bool {
+        self.datasets
+            .get(name)
+            .is_none_or(|d| d.grants.check(&Caller::Anonymous, Permission::Read).is_ok())
+    }
+
+    /// Whether every dataset is open to anyone (listings are then the same
+    /// for every caller).
+    pub(super) fn all_public(&self) -> bool {
+        self.datasets.keys().all(|name| self.is_public(name))
     }
 
     /// The datasets `caller` may read (a credential that fails sees what

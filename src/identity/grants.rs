@@ -57,7 +57,10 @@ impl std::str::FromStr for Grant {
 impl Grant {
     fn held_by(&self, principal: &Principal) -> bool {
         match self {
-            Self::Anyone | Self::Authenticated => true,
+            Self::Anyone => true,
+            // A valid token or API key; a dataset's token is a read key of
+            // that dataset only, not an identity.
+            Self::Authenticated => principal.subject.is_some() || principal.key.is_some(),
             Self::Subject(id) => principal.subject.as_deref() == Some(id),
             Self::Group(name) => principal.groups.iter().any(|g| g == name),
             Self::Scope(name) => principal.scopes.iter().any(|s| s == name),
@@ -86,6 +89,9 @@ pub struct Grants {
     dataset: String,
     read: Vec<Grant>,
     write: Vec<Grant>,
+    /// Whether the dataset has a legacy `token` (a wrong credential is then
+    /// 403, as it always was).
+    has_token: bool,
 }
 
 impl Grants {
@@ -98,6 +104,7 @@ impl Grants {
             dataset: name.to_string(),
             read,
             write: write.unwrap_or_default(),
+            has_token,
         }
     }
 
@@ -116,7 +123,10 @@ impl Grants {
             Caller::Anonymous => Err(Denied::NoCredentials),
             Caller::Invalid(why) => Err(Denied::InvalidToken(why)),
             Caller::IssuerUnavailable => Err(Denied::IssuerUnavailable),
-            Caller::Unknown => Err(Denied::Forbidden),
+            Caller::Unknown if self.has_token => Err(Denied::Forbidden),
+            Caller::Unknown => Err(Denied::InvalidToken(
+                "the credential is no API key or token this service knows",
+            )),
             Caller::Known(principal) => {
                 let by_token = permission == Permission::Read && principal.tokens_of.contains(&self.dataset);
                 if by_token || list.iter().any(|g| g.held_by(principal)) {
@@ -180,7 +190,7 @@ mod tests {
         assert_eq!(g.check(&key, Permission::Write), Err(Denied::Forbidden));
         assert_eq!(g.check(&person("x", &["writers"], &[]), Permission::Write), Ok(()));
         assert_eq!(g.check(&Caller::Anonymous, read), Err(Denied::NoCredentials));
-        assert_eq!(g.check(&Caller::Unknown, read), Err(Denied::Forbidden));
+        assert!(matches!(g.check(&Caller::Unknown, read), Err(Denied::InvalidToken(_))));
         assert_eq!(
             g.check(&Caller::Invalid("expired"), read),
             Err(Denied::InvalidToken("expired"))
@@ -213,8 +223,16 @@ mod tests {
         assert_eq!(tokened.check(&holder, Permission::Write), Err(Denied::Forbidden));
         let other = Grants::new("other", None, None, true);
         assert_eq!(other.check(&holder, Permission::Read), Err(Denied::Forbidden));
-        let authenticated = grants(&["authenticated"], &[]);
-        assert_eq!(authenticated.check(&holder, Permission::Read), Ok(()));
+        assert_eq!(
+            tokened.check(&Caller::Unknown, Permission::Read),
+            Err(Denied::Forbidden)
+        );
+        // A dataset's token is no identity: it holds no `authenticated`.
+        let everyone_known = Some(vec![Grant::Authenticated]);
+        let authenticated = Grants::new("elsewhere", everyone_known.clone(), everyone_known, false);
+        assert_eq!(authenticated.check(&holder, Permission::Read), Err(Denied::Forbidden));
+        assert_eq!(authenticated.check(&holder, Permission::Write), Err(Denied::Forbidden));
+        assert_eq!(authenticated.check(&person("x", &[], &[]), Permission::Write), Ok(()));
         assert_eq!(
             authenticated.check(&Caller::Anonymous, Permission::Read),
             Err(Denied::NoCredentials)

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 pub use grants::{Denied, Grant, Grants, Permission};
 pub use oidc::OidcSettings;
-pub use rate::RateLimits;
+pub use rate::{RateLimits, TrustedProxies};
 
 /// The credential of a request, as sent.
 #[derive(Debug, Clone, Copy)]
@@ -46,11 +46,11 @@ pub enum Caller {
 
 impl Caller {
     /// The key its requests are rate-limited under: the principal, or
-    /// `client` (its address) for anyone else.
-    pub fn rate_key(&self, client: &str) -> String {
+    /// `client` (its address key) for anyone else.
+    pub fn rate_key(&self, client: impl FnOnce() -> String) -> String {
         match self {
             Caller::Known(principal) => principal.rate_key(),
-            _ => format!("addr:{client}"),
+            _ => client(),
         }
     }
 }
@@ -96,7 +96,8 @@ pub struct IdentitySettings {
 pub struct Identity {
     /// API key names by the SHA-256 of the key.
     keys: HashMap<[u8; 32], String>,
-    dataset_tokens: Vec<(String, String)>,
+    /// Each dataset's token, as its SHA-256 (compared in constant time).
+    dataset_tokens: Vec<(String, [u8; 32])>,
     oidc: Option<Arc<oidc::Verifier>>,
 }
 
@@ -116,9 +117,16 @@ impl Identity {
             }
         }
         let oidc = settings.oidc.map(oidc::Verifier::new).transpose()?.map(Arc::new);
+        let mut dataset_tokens = Vec::new();
+        for (name, token) in settings.dataset_tokens {
+            if token.trim().is_empty() {
+                return Err(format!("dataset '{name}': token is empty"));
+            }
+            dataset_tokens.push((name, Sha256::digest(token.trim().as_bytes()).into()));
+        }
         Ok(Self {
             keys,
-            dataset_tokens: settings.dataset_tokens,
+            dataset_tokens,
             oidc,
         })
     }
@@ -137,6 +145,9 @@ impl Identity {
             Some(Credential::Bearer(v)) => (v.trim(), true),
             Some(Credential::ApiKey(v)) => (v.trim(), false),
         };
+        if value.is_empty() {
+            return Caller::Unknown;
+        }
         if let Some(principal) = self.key(value) {
             return Caller::Known(Arc::new(principal));
         }
@@ -154,7 +165,7 @@ impl Identity {
         let tokens_of: Vec<String> = self
             .dataset_tokens
             .iter()
-            .filter(|(_, token)| bool::from(value.as_bytes().ct_eq(token.as_bytes())))
+            .filter(|(_, token)| bool::from(hash.ct_eq(token)))
             .map(|(name, _)| name.clone())
             .collect();
         (key.is_some() || !tokens_of.is_empty()).then_some(Principal {

@@ -7,9 +7,11 @@
 //! have) or when a token names a key id they lack. Fetches are at least
 //! [`MIN_FETCH_INTERVAL`] apart, so a stream of tokens with made-up key
 //! ids costs the issuer one request per interval. An issuer that cannot be
-//! reached leaves the keys as they were; with none yet, tokens are
-//! answered "issuer unavailable" (503) until it answers.
+//! reached leaves the keys as they were; a token none of them fits is
+//! answered "issuer unavailable" (503) until the issuer answers, and a
+//! request waits at most [`FETCH_WAIT`] for a fetch another started.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -27,6 +29,8 @@ const REFRESH: Duration = Duration::from_secs(300);
 const MIN_FETCH_INTERVAL: Duration = Duration::from_secs(5);
 /// Time allowed for one request to the issuer.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a request waits for a fetch another request started.
+const FETCH_WAIT: Duration = Duration::from_secs(2);
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY_SECS: u64 = 60;
 /// The signature algorithms accepted (never `none` or HMAC).
@@ -72,6 +76,24 @@ impl SigningKey {
     }
 }
 
+/// What a token's key lookup found.
+enum Keys {
+    /// Keys of which one or more fit the token.
+    Held(Arc<KeySet>),
+    /// The issuer's keys, just fetched, and none fits.
+    NoneFits,
+    /// No key fits and the issuer could not be asked (down, or asked
+    /// moments ago): try again shortly.
+    Unavailable,
+}
+
+/// The outcome of one attempt to fetch the keys.
+enum Fetch {
+    Done(usize),
+    Skipped,
+    Failed,
+}
+
 /// Verifies bearer tokens of one issuer.
 #[derive(Debug)]
 pub(super) struct Verifier {
@@ -83,6 +105,8 @@ pub(super) struct Verifier {
     /// When the keys were last asked for (held while a fetch runs, so
     /// requests that need keys wait for it instead of fetching too).
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
+    /// A background refresh is running.
+    refreshing: AtomicBool,
     verified: moka::sync::Cache<[u8; 32], (Arc<Principal>, u64)>,
 }
 
@@ -112,6 +136,7 @@ impl Verifier {
             validations,
             keys: RwLock::new(None),
             last_fetch: tokio::sync::Mutex::new(None),
+            refreshing: AtomicBool::new(false),
             verified: moka::sync::Cache::builder()
                 .max_capacity(VERIFIED_CACHE)
                 .time_to_live(REFRESH)
@@ -122,9 +147,8 @@ impl Verifier {
     /// Fetch the keys once now, saying in the log whether the issuer
     /// answered (start-up goes on either way).
     pub(super) async fn warm_up(self: Arc<Self>) {
-        match self.fetch().await {
-            Ok(n) => tracing::info!(issuer = %self.settings.issuer, keys = n, "OIDC issuer keys fetched"),
-            Err(e) => tracing::warn!(issuer = %self.settings.issuer, "OIDC issuer not reachable yet: {e}"),
+        if let Fetch::Done(n) = self.fetch().await {
+            tracing::info!(issuer = %self.settings.issuer, keys = n, "OIDC issuer keys fetched");
         }
     }
 
@@ -145,53 +169,85 @@ impl Verifier {
             return Caller::Invalid("the token's algorithm is not accepted (RS256, ES256 or EdDSA)");
         };
         let kid = header.kid.as_deref();
-        let Some(keys) = self.keys_for(kid, header.alg).await else {
-            return Caller::IssuerUnavailable;
+        let keys = match self.keys_for(kid, header.alg).await {
+            Keys::Held(keys) => keys,
+            Keys::NoneFits => return Caller::Invalid("the token is signed with a key the issuer does not publish"),
+            Keys::Unavailable => return Caller::IssuerUnavailable,
         };
-        let Some(key) = keys.keys.iter().find(|k| k.fits(kid, header.alg)) else {
-            return Caller::Invalid("the token is signed with a key the issuer does not publish");
-        };
-        match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation) {
-            Ok(data) => {
-                let exp = data.claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
-                let principal = Arc::new(self.principal(&data.claims));
-                self.verified.insert(hash, (principal.clone(), exp));
-                Caller::Known(principal)
-            }
-            Err(e) => Caller::Invalid(reason(e.kind())),
-        }
-    }
-
-    /// The keys to check a token with key id `kid`: those held, fetched
-    /// again first when none fits (at most once per interval) and in the
-    /// background when they are old. `None`: the issuer has never answered.
-    async fn keys_for(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Option<Arc<KeySet>> {
-        let held = self.keys.read().expect("keys lock").clone();
-        if let Some(keys) = &held {
-            if keys.keys.iter().any(|k| k.fits(kid, alg)) {
-                if keys.fetched.elapsed() > REFRESH {
-                    let verifier = self.clone();
-                    tokio::spawn(async move {
-                        let _ = verifier.fetch().await;
-                    });
+        // Every key that fits (a token without `kid` may match any of them).
+        let mut failure = "the token's signature does not verify";
+        for key in keys.keys.iter().filter(|k| k.fits(kid, header.alg)) {
+            match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, validation) {
+                Ok(data) => {
+                    let exp = data.claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+                    let principal = Arc::new(self.principal(&data.claims));
+                    self.verified.insert(hash, (principal.clone(), exp));
+                    return Caller::Known(principal);
                 }
-                return held;
+                Err(e) => failure = reason(e.kind()),
             }
         }
-        if let Err(e) = self.fetch().await {
-            tracing::warn!(issuer = %self.settings.issuer, "OIDC keys not fetched: {e}");
-        }
-        self.keys.read().expect("keys lock").clone()
+        Caller::Invalid(failure)
     }
 
-    /// Fetch discovery and the key set, unless a fetch was made less than
-    /// [`MIN_FETCH_INTERVAL`] ago; how many keys are held.
-    async fn fetch(&self) -> Result<usize, String> {
-        let mut last = self.last_fetch.lock().await;
+    /// The keys to check a token with key id `kid` by: those held, fetched
+    /// again first when none fits (at most once per interval, and never
+    /// waiting on a fetch already running) and in the background when
+    /// they are old.
+    async fn keys_for(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Keys {
+        let fits = |keys: &KeySet| keys.keys.iter().any(|k| k.fits(kid, alg));
+        let held = self.keys.read().expect("keys lock").clone();
+        if let Some(keys) = held.filter(|k| fits(k)) {
+            if keys.fetched.elapsed() > REFRESH && !self.refreshing.swap(true, Ordering::AcqRel) {
+                let verifier = self.clone();
+                tokio::spawn(async move {
+                    verifier.fetch().await;
+                    verifier.refreshing.store(false, Ordering::Release);
+                });
+            }
+            return Keys::Held(keys);
+        }
+        let fetched = self.fetch().await;
+        match (self.keys.read().expect("keys lock").clone(), fetched) {
+            (Some(keys), _) if fits(&keys) => Keys::Held(keys),
+            // The issuer answered and publishes no such key.
+            (Some(_), Fetch::Done(_)) => Keys::NoneFits,
+            // Not asked again yet (or not answering): the key may be new.
+            _ => Keys::Unavailable,
+        }
+    }
+
+    /// Fetch discovery and the key set, unless one was made less than
+    /// [`MIN_FETCH_INTERVAL`] ago. A fetch already running is waited for
+    /// at most [`FETCH_WAIT`] (then this one is skipped).
+    async fn fetch(&self) -> Fetch {
+        let Ok(mut last) = tokio::time::timeout(FETCH_WAIT, self.last_fetch.lock()).await else {
+            return Fetch::Skipped;
+        };
         if last.is_some_and(|t| t.elapsed() < MIN_FETCH_INTERVAL) {
-            return Err("fetched moments ago".into());
+            return Fetch::Skipped;
         }
         *last = Some(Instant::now());
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch_keys())
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {FETCH_TIMEOUT:?}")));
+        match fetched {
+            Ok(keys) => {
+                let count = keys.len();
+                *self.keys.write().expect("keys lock") = Some(Arc::new(KeySet {
+                    keys,
+                    fetched: Instant::now(),
+                }));
+                Fetch::Done(count)
+            }
+            Err(e) => {
+                tracing::warn!(issuer = %self.settings.issuer, "OIDC issuer keys not fetched: {e}");
+                Fetch::Failed
+            }
+        }
+    }
+
+    async fn fetch_keys(&self) -> Result<Vec<SigningKey>, String> {
         let issuer = self.settings.issuer.trim_end_matches('/');
         let discovery = self
             .get_json(&format!("{issuer}/.well-known/openid-configuration"))
@@ -204,21 +260,16 @@ impl Verifier {
             .get("jwks_uri")
             .and_then(Value::as_str)
             .ok_or("the discovery document has no jwks_uri")?;
-        let set = self.get_json(jwks_uri).await?;
-        let keys = signing_keys(&set);
+        let keys = signing_keys(&self.get_json(jwks_uri).await?);
         if keys.is_empty() {
             return Err("the issuer's key set has no signing key of an accepted type".into());
         }
-        let count = keys.len();
-        *self.keys.write().expect("keys lock") = Some(Arc::new(KeySet {
-            keys,
-            fetched: Instant::now(),
-        }));
-        Ok(count)
+        Ok(keys)
     }
 
+    /// A JSON document of at most [`MAX_DOCUMENT_BYTES`], read as it comes.
     async fn get_json(&self, url: &str) -> Result<Value, String> {
-        let response = self
+        let mut response = self
             .client
             .get(url)
             .send()
@@ -227,9 +278,16 @@ impl Verifier {
         if !response.status().is_success() {
             return Err(format!("GET {url}: status {}", response.status()));
         }
-        let body = response.bytes().await.map_err(|e| format!("GET {url}: {e}"))?;
-        if body.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!("GET {url}: more than {MAX_DOCUMENT_BYTES} bytes"));
+        let too_large = || format!("GET {url}: more than {MAX_DOCUMENT_BYTES} bytes");
+        if response.content_length().is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
+            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
         }
         serde_json::from_slice(&body).map_err(|e| format!("GET {url}: not JSON: {e}"))
     }
@@ -251,9 +309,14 @@ impl Verifier {
         }
         let mut scopes = strings(claims.get("scope"));
         scopes.extend(strings(claims.get("scp")));
+        // A string groups claim names one group ("ocean admins" is not two).
+        let groups = match groups_at.flatten() {
+            Some(Value::String(group)) => vec![group.clone()],
+            other => strings(other),
+        };
         Principal {
             subject: claims.get("sub").and_then(Value::as_str).map(str::to_string),
-            groups: strings(groups_at.flatten()),
+            groups,
             scopes,
             ..Principal::default()
         }

@@ -1,7 +1,8 @@
 //! Rate limits per principal (per client address when anonymous): a
 //! generic cell rate per key, `rate_limit_per_second` with bursts of
-//! `rate_limit_burst`.
+//! `rate_limit_burst`; a client's address as its trusted proxies say.
 
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -54,6 +55,81 @@ impl RateLimits {
     }
 }
 
+/// The proxies whose `X-Forwarded-For` is believed (`trusted_proxies`):
+/// addresses and CIDR blocks.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedProxies(Vec<(IpAddr, u8)>);
+
+impl TrustedProxies {
+    /// Parse `["10.0.0.0/8", "127.0.0.1", "fd00::/8"]`.
+    pub fn parse(items: &[String]) -> Result<Self, String> {
+        let one = |item: &String| -> Result<(IpAddr, u8), String> {
+            let bad = || format!("invalid trusted_proxies entry '{item}': expected an IP address or CIDR block");
+            let (addr, bits) = item.split_once('/').unwrap_or((item, ""));
+            let addr: IpAddr = addr.trim().parse().map_err(|_| bad())?;
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            let bits = if bits.is_empty() {
+                max
+            } else {
+                bits.parse().map_err(|_| bad())?
+            };
+            if bits > max {
+                return Err(bad());
+            }
+            Ok((addr, bits))
+        };
+        items.iter().map(one).collect::<Result<_, _>>().map(Self)
+    }
+
+    fn contains(&self, ip: IpAddr) -> bool {
+        self.0.iter().any(|(net, bits)| within(ip, *net, *bits))
+    }
+
+    /// The rate-limit key of a client: the connection's peer, or, when the
+    /// peer is a trusted proxy, the address that proxy appended last to
+    /// `forwarded` (`X-Forwarded-For`) that is not itself a trusted proxy.
+    /// An IPv6 client is keyed by its /64 (one host holds them all).
+    pub fn client_key(&self, peer: Option<IpAddr>, forwarded: Option<&str>) -> String {
+        let mut client = peer;
+        if peer.is_some_and(|p| self.contains(p)) {
+            let hops = forwarded
+                .unwrap_or_default()
+                .rsplit(',')
+                .map(|a| a.trim().parse::<IpAddr>());
+            for hop in hops {
+                match hop {
+                    Ok(ip) if self.contains(ip) => client = Some(ip),
+                    Ok(ip) => {
+                        client = Some(ip);
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        match client {
+            Some(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+                let s = v6.segments();
+                format!("addr:{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+            Some(IpAddr::V6(v6)) => format!("addr:{}", v6.to_ipv4_mapped().expect("mapped")),
+            Some(ip) => format!("addr:{ip}"),
+            None => "addr:unknown".into(),
+        }
+    }
+}
+
+/// Whether `ip` lies in `net`/`bits`.
+fn within(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    let (ip, net, width) = match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b)), 32),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
+        _ => return false,
+    };
+    let shift = width - u32::from(bits);
+    shift >= 128 || (ip >> shift) == (net >> shift)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +145,39 @@ mod tests {
         assert!(limits.check("b").is_ok(), "another key has its own budget");
         assert!(RateLimits::new(0.0, None).is_err());
         assert!(RateLimits::new(2.0, Some(0)).is_err());
+    }
+
+    #[test]
+    fn forwarded_addresses_count_only_from_trusted_proxies() {
+        let proxies = TrustedProxies::parse(&["10.0.0.0/8".into(), "127.0.0.1".into()]).unwrap();
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        // From a trusted proxy: the last address it did not add itself.
+        assert_eq!(
+            proxies.client_key(ip("10.1.2.3"), Some("1.2.3.4, 5.6.7.8")),
+            "addr:5.6.7.8"
+        );
+        assert_eq!(
+            proxies.client_key(ip("10.1.2.3"), Some("5.6.7.8, 10.9.9.9")),
+            "addr:5.6.7.8"
+        );
+        assert_eq!(proxies.client_key(ip("10.1.2.3"), None), "addr:10.1.2.3");
+        // From anyone else the header is ignored: it could name any address.
+        assert_eq!(
+            proxies.client_key(ip("192.168.1.5"), Some("5.6.7.8")),
+            "addr:192.168.1.5"
+        );
+        assert_eq!(
+            TrustedProxies::default().client_key(ip("127.0.0.1"), Some("5.6.7.8")),
+            "addr:127.0.0.1"
+        );
+        // One IPv6 host is one /64.
+        assert_eq!(
+            proxies.client_key(ip("2001:db8:1:2:aaaa::1"), None),
+            "addr:2001:db8:1:2::/64"
+        );
+        assert_eq!(proxies.client_key(ip("::ffff:9.9.9.9"), None), "addr:9.9.9.9");
+        for bad in ["10.0.0.0/33", "nope", "::/129"] {
+            assert!(TrustedProxies::parse(&[bad.into()]).is_err(), "{bad}");
+        }
     }
 }

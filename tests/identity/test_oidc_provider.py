@@ -257,12 +257,21 @@ def test_key_rotation_is_followed(tmp, keys):
         first.stop()
         time.sleep(5.5)  # past the service's fewest seconds between two key fetches
         new_key = rsa_jwk("key-2026-2")[0]
-        second = Provider(port, [new_key, keys[0][0]], tmp)
+        second = Provider(port, [new_key], tmp)  # the old key withdrawn
         try:
             after = second.token("reader-bot", "reader-secret")
             assert jwt.get_unverified_header(after)["kid"] == "key-2026-2"
             assert server.get(NODE, after).status_code == 200
-            assert server.get(NODE, before).status_code == 200
+            # A token the withdrawn key signs now (never seen before) is
+            # refused once the keys are asked for again.
+            jwk, private = keys[0]
+            now = int(time.time())
+            late = jwt.encode({"iss": first.url, "aud": "zarr-serve", "sub": "late", "exp": now + 300},
+                              private, "RS256", headers={"kid": jwk["kid"]})
+            assert server.get(NODE, late).status_code == 503  # keys fetched moments ago: try again
+            time.sleep(5.5)
+            r = server.get(NODE, late)
+            assert r.status_code == 401 and "invalid_token" in r.headers["WWW-Authenticate"]
         finally:
             second.stop()
     finally:

@@ -22,7 +22,7 @@ pub(super) type Models = moka::future::Cache<(String, String), Arc<model::DapDat
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -106,85 +106,30 @@ struct Request<'a> {
 }
 
 /// `/v1/datasets/{ds}/dap`: the root group, without a suffix.
-async fn root(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(ds): Path<String>,
-    RawQuery(query): RawQuery,
-    method: Method,
-    headers: HeaderMap,
-) -> Response {
-    respond(
-        &state,
-        ds,
-        String::new(),
-        "",
-        Sent {
-            caller,
-            query,
-            method,
-            headers,
-        },
-    )
-    .await
+async fn root(State(state): State<Arc<AppState>>, Path(ds): Path<String>, sent: Sent) -> Response {
+    respond(&state, ds, String::new(), "", sent).await
 }
 
 /// `/v1/datasets/{ds}/dap.{suffix}`: the root group; any other file name
 /// is no route.
 async fn root_file(
     State(state): State<Arc<AppState>>,
-    caller: Caller,
     Path((ds, file)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
-    method: Method,
-    headers: HeaderMap,
+    sent: Sent,
 ) -> Response {
     match file.strip_prefix("dap.") {
-        Some(suffix) => {
-            respond(
-                &state,
-                ds,
-                String::new(),
-                suffix,
-                Sent {
-                    caller,
-                    query,
-                    method,
-                    headers,
-                },
-            )
-            .await
-        }
+        Some(suffix) => respond(&state, ds, String::new(), suffix, sent).await,
         None => ApiError::NotFound("no such route; see /openapi.yaml".into()).into_response(),
     }
 }
 
 /// `/v1/datasets/{ds}/dap/{group}.{suffix}`.
-async fn group(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path((ds, rest)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
-    method: Method,
-    headers: HeaderMap,
-) -> Response {
+async fn group(State(state): State<Arc<AppState>>, Path((ds, rest)): Path<(String, String)>, sent: Sent) -> Response {
     let (group, suffix) = match rest.rsplit_once('.') {
         Some((group, suffix)) if !suffix.contains('/') => (group.to_string(), suffix.to_string()),
         _ => (rest.clone(), String::new()),
     };
-    respond(
-        &state,
-        ds,
-        group,
-        &suffix,
-        Sent {
-            caller,
-            query,
-            method,
-            headers,
-        },
-    )
-    .await
+    respond(&state, ds, group, &suffix, sent).await
 }
 
 /// What a client sent besides the path.
@@ -193,6 +138,19 @@ struct Sent {
     query: Option<String>,
     method: Method,
     headers: HeaderMap,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Sent {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self {
+            caller: Caller::from_request_parts(parts, state).await?,
+            query: parts.uri.query().map(str::to_string),
+            method: parts.method.clone(),
+            headers: parts.headers.clone(),
+        })
+    }
 }
 
 async fn respond(state: &AppState, ds: String, group: String, suffix: &str, sent: Sent) -> Response {

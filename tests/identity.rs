@@ -311,6 +311,10 @@ async fn callers_are_rate_limited_each_on_their_own() {
         .unwrap();
     assert!((1..=2).contains(&retry), "Retry-After {retry}");
     assert_eq!(limited.headers()[header::CONTENT_TYPE], "application/problem+json");
+    // Made-up credentials are no way around it: they count as their address.
+    for made_up in ["garbage-1", "garbage-2", "eyJhbGciOiJub25lIn0.e30."] {
+        assert_eq!(code(&server, NODE, bearer(made_up)).await, 429, "{made_up}");
+    }
     // A key is its own caller; health probes are never limited.
     assert_eq!(code(&server, NODE, bearer("pipeline-key-1")).await, 200);
     assert_eq!(code(&server, "/healthz", None).await, 200);

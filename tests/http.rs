@@ -1322,3 +1322,35 @@ async fn codecs_rectilinear_and_bytes_over_http() {
     .await;
     assert!(e["detail"].as_str().unwrap().contains("zfpy"), "{e}");
 }
+
+/// An explorer page's ETag covers the labels of its pickers: a coordinate
+/// rewritten in place gives a new page once the metadata is read again,
+/// never a 304 for the old labels.
+#[tokio::test]
+async fn explorer_pages_are_tagged_by_their_coordinate_labels() {
+    let dir = common::geo::dataset();
+    let mut cfg = config();
+    cfg.metadata_ttl_secs = 0.2;
+    cfg.datasets
+        .insert("geo".into(), common::dataset(dir.path().to_string_lossy()));
+    let server = Server::start(cfg).await;
+    let page = |etag: Option<String>| {
+        let mut request = client().get(server.url("/explore/geo/tas"));
+        if let Some(etag) = etag {
+            request = request.header(header::IF_NONE_MATCH, etag);
+        }
+        async move { request.send().await.unwrap() }
+    };
+    let first = page(None).await;
+    let etag = first.headers()[header::ETAG].to_str().unwrap().to_string();
+    assert!(first.text().await.unwrap().contains("2000-01-02"));
+    assert_eq!(page(Some(etag.clone())).await.status(), 304);
+    let days: Vec<u8> = [0.0f64, 31.0].iter().flat_map(|d| d.to_le_bytes()).collect();
+    std::fs::write(dir.path().join("time/c/0"), days).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let second = page(Some(etag.clone())).await;
+    assert_eq!(second.status(), 200, "a 304 would keep the old labels");
+    assert_ne!(second.headers()[header::ETAG].to_str().unwrap(), etag);
+    let body = second.text().await.unwrap();
+    assert!(body.contains("2000-02-01") && !body.contains("2000-01-02"));
+}

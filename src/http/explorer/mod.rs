@@ -144,9 +144,13 @@ async fn explore(
     }
     let origin = origin(state, headers);
     let table = table_plan(dataset, path, &doc).await;
+    // The pickers' labels are part of the page: they are in its tag (read
+    // through the coordinate cache, as fresh as the metadata).
+    let labels = picker_labels(dataset, path, &doc_shape(&doc)).await;
     let mut described = Answer::new(state, dataset, "explorer", "text/html; charset=utf-8")
         .key(path)
         .key(doc.to_string())
+        .key(format!("{labels:?}"))
         .key(&origin);
     if let Some(Ok(plan)) = &table {
         described = described.plan(plan);
@@ -156,7 +160,7 @@ async fn explore(
         Checked::Read(ready) => ready,
     };
     let table = table.map(|plan| (plan, ready.versions()));
-    let main = array_main(dataset, path, &doc, &origin, table).await;
+    let main = array_main(dataset, path, (&doc, &labels), &origin, table).await;
     let body = page(name, &breadcrumb(ds, path), &main);
     Ok(with_page_headers(ready.whole(Bytes::from(body))))
 }
@@ -262,7 +266,7 @@ async fn group_main(dataset: &Dataset, path: &str, doc: &Value) -> Result<String
 async fn array_main(
     dataset: &Dataset,
     path: &str,
-    doc: &Value,
+    (doc, labels): (&Value, &PickerLabels),
     origin: &str,
     table: Option<(Result<ReadPlan, crate::engine::Error>, &Versions)>,
 ) -> String {
@@ -309,7 +313,13 @@ async fn array_main(
         let cf = ["scale_factor", "add_offset", "_FillValue", "missing_value"]
             .iter()
             .any(|k| doc["attributes"].get(k).is_some());
-        out.push_str(&preview(dataset, path, &shape, &names, (data_type, cf), origin).await);
+        out.push_str(&preview(
+            dataset,
+            path,
+            (&shape, &names, labels),
+            (data_type, cf),
+            origin,
+        ));
         if let Ok(var) = dataset.geo_variable(path).await {
             out.push_str(&map_section(&dataset.name, path, &var, origin));
         }
@@ -389,11 +399,10 @@ fn codec_list(codecs: &Value) -> String {
 }
 
 /// The preview section: controls, the picture, and how to fetch it.
-async fn preview(
+fn preview(
     dataset: &Dataset,
     path: &str,
-    shape: &[u64],
-    names: &[Option<String>],
+    (shape, names, labels): (&[u64], &[Option<String>], &PickerLabels),
     (data_type, cf): (&str, bool),
     origin: &str,
 ) -> String {
@@ -409,7 +418,6 @@ async fn preview(
         ((width as f64 * scale).round() as u64).max(1),
         ((height as f64 * scale).round() as u64).max(1),
     );
-    let labels = picker_labels(dataset, path, shape).await;
     let api = format!("/v1/datasets/{}/data/{}", url_path(&dataset.name), url_path(path));
     let mut controls = String::new();
     for d in 0..rank - 2 {
@@ -512,6 +520,9 @@ fn colormaps() -> Vec<&'static str> {
     names.sort_by_key(|n| *n != "viridis");
     names
 }
+
+/// Each dimension's picker labels, where it has them.
+type PickerLabels = [Option<Vec<String>>];
 
 /// The labels of each dimension with a coordinate of at most
 /// [`MAX_PICKER_LABELS`] labels.

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::middleware::MAX_BODY_BYTES;
 use super::{ApiError, AppState};
-use crate::identity::{Caller, Permission};
+use crate::identity::Permission;
 
 /// The route layer of every route that reads array data (api.md 4.1, 2):
 /// one of `max_concurrent_reads` read slots, taken before the handler runs
@@ -38,7 +38,7 @@ pub(crate) async fn admit(
     // answered by its handler without a slot.
     let allowed = match axum::extract::RawPathParams::from_request_parts(&mut parts, &()).await {
         Ok(params) => params.iter().find(|(name, _)| *name == "ds").is_none_or(|(_, ds)| {
-            let caller = parts.extensions.get::<Caller>().cloned().unwrap_or(Caller::Anonymous);
+            let caller = super::caller::of(&parts.extensions);
             state.configured(ds, &caller, Permission::Read).is_ok()
         }),
         Err(_) => true,

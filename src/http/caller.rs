@@ -23,7 +23,7 @@ pub(super) async fn identify(state: &AppState, request: &mut Request) -> Result<
         .filter(|_| !UNLIMITED.contains(&request.uri().path()));
     if let Some(limits) = limited {
         let key = caller.rate_key(|| client_address(state, request));
-        if let Err(wait) = limits.check(&key) {
+        if let Err(wait) = limits.check(key) {
             return Err(ApiError::RateLimited(wait.as_secs_f64().ceil().max(1.0) as u64));
         }
     }
@@ -33,15 +33,22 @@ pub(super) async fn identify(state: &AppState, request: &mut Request) -> Result<
 
 /// The credential a request sends: `X-API-Key`, else `Authorization: Bearer`.
 fn credential(headers: &HeaderMap) -> Option<Credential<'_>> {
-    let value = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(key) = value(header::HeaderName::from_static("x-api-key")) {
-        return Some(Credential::ApiKey(key));
+    match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        Some(key) => Some(Credential::ApiKey(key)),
+        None => bearer(headers).map(Credential::Bearer),
     }
-    let authorization = value(header::AUTHORIZATION)?;
+}
+
+/// The value of `Authorization: Bearer <value>` (the scheme in any case).
+pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let authorization = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = authorization.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then_some(Credential::Bearer(token))
+    scheme.eq_ignore_ascii_case("bearer").then_some(token)
+}
+
+/// The caller the layer put in a request's extensions (anonymous if none).
+pub(super) fn of(extensions: &axum::http::Extensions) -> Caller {
+    extensions.get::<Caller>().cloned().unwrap_or(Caller::Anonymous)
 }
 
 /// The rate-limit key of the client's address (the connection's peer, or
@@ -57,7 +64,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(parts.extensions.get::<Caller>().cloned().unwrap_or(Caller::Anonymous))
+        Ok(of(&parts.extensions))
     }
 }
 

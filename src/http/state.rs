@@ -170,11 +170,7 @@ pub(super) fn check_token(token: Option<&str>, headers: &HeaderMap) -> Result<()
     let Some(token) = token else {
         return Ok(());
     };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .ok_or(ApiError::Unauthorized)?;
+    let given = super::caller::bearer(headers).ok_or(ApiError::Unauthorized)?;
     use subtle::ConstantTimeEq;
     if bool::from(given.trim().as_bytes().ct_eq(token.as_bytes())) {
         Ok(())

@@ -148,20 +148,22 @@ impl Identity {
         if value.is_empty() {
             return Caller::Unknown;
         }
-        if let Some(principal) = self.key(value) {
+        // One hash names the credential to the key table, the dataset
+        // tokens and the verified-token cache.
+        let hash: [u8; 32] = Sha256::digest(value.as_bytes()).into();
+        if let Some(principal) = self.key(&hash) {
             return Caller::Known(Arc::new(principal));
         }
         match &self.oidc {
-            Some(oidc) if bearer && looks_like_jwt(value) => oidc.verify(value).await,
+            Some(oidc) if bearer && looks_like_jwt(value) => oidc.verify(value, hash).await,
             _ => Caller::Unknown,
         }
     }
 
-    /// The API key or dataset tokens `value` is, if any.
-    fn key(&self, value: &str) -> Option<Principal> {
+    /// The API key or dataset tokens whose SHA-256 is `hash`, if any.
+    fn key(&self, hash: &[u8; 32]) -> Option<Principal> {
         use subtle::ConstantTimeEq;
-        let hash: [u8; 32] = Sha256::digest(value.as_bytes()).into();
-        let key = self.keys.get(&hash).cloned();
+        let key = self.keys.get(hash).cloned();
         let tokens_of: Vec<String> = self
             .dataset_tokens
             .iter()

@@ -19,7 +19,6 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use reqwest13 as reqwest;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::{Caller, Principal};
 
@@ -152,9 +151,9 @@ impl Verifier {
         }
     }
 
-    /// Who the token says the caller is, once its signature and claims hold.
-    pub(super) async fn verify(self: &Arc<Self>, token: &str) -> Caller {
-        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    /// Who the token (whose SHA-256 is `hash`) says the caller is, once
+    /// its signature and claims hold.
+    pub(super) async fn verify(self: &Arc<Self>, token: &str, hash: [u8; 32]) -> Caller {
         if let Some((principal, exp)) = self.verified.get(&hash) {
             if jsonwebtoken::get_current_timestamp() <= exp.saturating_add(LEEWAY_SECS) {
                 return Caller::Known(principal);

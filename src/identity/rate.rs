@@ -44,13 +44,13 @@ impl RateLimits {
     }
 
     /// Count one request of `key`; `Err` says how long until it may ask again.
-    pub fn check(&self, key: &str) -> Result<(), Duration> {
+    pub fn check(&self, key: String) -> Result<(), Duration> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
             self.limiter.retain_recent();
             self.limiter.shrink_to_fit();
         }
         self.limiter
-            .check_key(&key.to_string())
+            .check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
     }
 }
@@ -138,11 +138,11 @@ mod tests {
     fn a_burst_passes_then_the_rate_holds_per_key() {
         let limits = RateLimits::new(1.0, Some(3)).unwrap();
         for _ in 0..3 {
-            assert!(limits.check("a").is_ok());
+            assert!(limits.check("a".into()).is_ok());
         }
-        let wait = limits.check("a").unwrap_err();
+        let wait = limits.check("a".into()).unwrap_err();
         assert!(wait > Duration::ZERO && wait <= Duration::from_secs(1), "{wait:?}");
-        assert!(limits.check("b").is_ok(), "another key has its own budget");
+        assert!(limits.check("b".into()).is_ok(), "another key has its own budget");
         assert!(RateLimits::new(0.0, None).is_err());
         assert!(RateLimits::new(2.0, Some(0)).is_err());
     }

@@ -58,10 +58,53 @@ impl ChunkRepr {
         self.num_elements() as usize * self.data_type.size()
     }
 
+    /// Whether every element of `chunk` (decoded, little-endian) equals
+    /// the fill value as NumPy compares them, a NaN equal to a NaN fill.
+    pub(crate) fn is_fill(&self, chunk: &[u8]) -> bool {
+        let size = self.fill_value.len();
+        if size == 0 || !chunk.len().is_multiple_of(size) {
+            return false;
+        }
+        let nan_unit = match self.data_type {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => Some(size),
+            DataType::Complex64 | DataType::Complex128 => Some(size / 2),
+            _ => None,
+        };
+        let Some(unit) = nan_unit.filter(|&u| self.fill_value.chunks_exact(u).any(is_nan)) else {
+            return chunk.chunks_exact(size).all(|e| e == &self.fill_value[..]);
+        };
+        chunk.chunks_exact(size).all(|element| {
+            element
+                .chunks_exact(unit)
+                .zip(self.fill_value.chunks_exact(unit))
+                .all(|(e, f)| e == f || (is_nan(e) && is_nan(f)))
+        })
+    }
+
     /// A decoded chunk holding only the fill value.
     pub(crate) fn fill_chunk(&self) -> Bytes {
         Bytes::from(self.fill_value.repeat(self.num_elements() as usize))
     }
+}
+
+/// Whether a little-endian float of 2, 4 or 8 bytes is a NaN.
+fn is_nan(float: &[u8]) -> bool {
+    match float.len() {
+        2 => {
+            let bits = u16::from_le_bytes([float[0], float[1]]);
+            bits & 0x7c00 == 0x7c00 && bits & 0x03ff != 0
+        }
+        4 => f32::from_le_bytes(float.try_into().expect("4 bytes")).is_nan(),
+        8 => f64::from_le_bytes(float.try_into().expect("8 bytes")).is_nan(),
+        _ => false,
+    }
+}
+
+/// The error of a codec this build decodes but cannot encode (501).
+pub(crate) fn cannot_write(what: &str) -> Error {
+    Error::Unsupported(format!(
+        "writing with {what} (the service reads it but cannot encode it)"
+    ))
 }
 
 /// The step of a chain that turns elements into bytes: a v3 array -> bytes
@@ -84,6 +127,13 @@ impl Serializer {
         match self {
             Self::Codec(c) => c.decode(encoded, repr),
             Self::V2(f) => f.decode(encoded, repr),
+        }
+    }
+
+    fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+        match self {
+            Self::Codec(c) => c.encode(array, repr),
+            Self::V2(f) => f.encode(array, repr),
         }
     }
 }
@@ -284,6 +334,28 @@ impl CodecChain {
         }
     }
 
+    /// Encode a chunk's C-order, little-endian elements (of
+    /// [`CodecChain::decoded_repr`]) with every codec of the chain.
+    pub fn encode(&self, decoded: &[u8]) -> Result<Bytes> {
+        let expected = self.decoded_repr.size_bytes();
+        if decoded.len() != expected {
+            return Err(Error::InvalidRequest(format!(
+                "a chunk to encode has {} bytes, expected {expected}",
+                decoded.len()
+            )));
+        }
+        let mut array = Bytes::copy_from_slice(decoded);
+        for (a2a, repr) in &self.array_to_array {
+            array = a2a.encode(array, repr)?;
+        }
+        let mut bytes = self.array_to_bytes.encode(array, &self.array_to_bytes_repr)?;
+        let element_size = self.array_to_bytes_repr.data_type.size();
+        for b2b in &self.bytes_to_bytes {
+            bytes = Bytes::from(b2b.encode(&bytes, element_size)?);
+        }
+        Ok(bytes)
+    }
+
     /// Decode an encoded chunk into its C-order, little-endian elements.
     ///
     /// Errors are [`Error::Corrupt`] without a key; callers attach it.
@@ -422,6 +494,76 @@ mod tests {
                 assert!(cut.is_err(), "{codecs}: a truncated chunk is an error");
             }
         }
+    }
+
+    /// Every chain that encodes gives back, decoded, what it encoded;
+    /// chains it cannot write are 501 naming the codec.
+    #[test]
+    fn encoded_chunks_decode_to_what_was_encoded() {
+        let r = repr(&[6, 10], DataType::Float32);
+        let elements: Vec<u8> = (0..60u32).flat_map(|i| (i as f32 * 1.5 - 7.0).to_le_bytes()).collect();
+        let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let be = json!({"name": "bytes", "configuration": {"endian": "big"}});
+        let shard = |location: &str| {
+            json!([{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [3, 5], "codecs": [le, {"name": "zstd", "configuration": {"level": 3}}],
+                "index_codecs": [le, {"name": "crc32c"}], "index_location": location}}])
+        };
+        let chains = [
+            json!([le]),
+            json!([be, {"name": "gzip", "configuration": {"level": 5}}]),
+            json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, le, {"name": "zstd", "configuration": {"level": 1, "checksum": true}}]),
+            json!([le, {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 5, "shuffle": "bitshuffle", "typesize": 4, "blocksize": 0}}]),
+            json!([le, {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 1, "shuffle": "shuffle"}}]),
+            json!([le, {"name": "numcodecs.zlib", "configuration": {"level": 4}}]),
+            json!([le, {"name": "numcodecs.bz2", "configuration": {"level": 2}}]),
+            json!([le, {"name": "numcodecs.lz4", "configuration": {}}]),
+            json!([le, {"name": "numcodecs.lzma", "configuration": {}}]),
+            json!([le, {"name": "numcodecs.shuffle", "configuration": {"elementsize": 4}}, {"name": "numcodecs.adler32"}]),
+            json!([le, {"name": "numcodecs.fletcher32"}, {"name": "crc32c"}]),
+            shard("start"),
+            shard("end"),
+        ];
+        for codecs in chains {
+            let chain = CodecChain::from_json(&codecs, &r).unwrap();
+            let encoded = chain.encode(&elements).unwrap_or_else(|e| panic!("{codecs}: {e}"));
+            assert_eq!(chain.decode(encoded).unwrap(), elements, "{codecs}");
+        }
+        let lossy = json!([{"name": "scale_offset", "configuration": {"scale": 2.0}}, le]);
+        let err = CodecChain::from_json(&lossy, &r)
+            .unwrap()
+            .encode(&elements)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported(m) if m.contains("scale_offset")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn fill_chunks_compare_as_numpy_does() {
+        let nan = |dt: DataType, fill: Vec<u8>| ChunkRepr::new(vec![2], dt, fill);
+        let f32s = |v: [f32; 2]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let quiet = f32::NAN.to_le_bytes().to_vec();
+        let other_nan = f32::from_bits(0x7fc0_0001).to_le_bytes().to_vec();
+        let r = nan(DataType::Float32, quiet.clone());
+        assert!(
+            r.is_fill(&[other_nan.clone(), quiet.clone()].concat()),
+            "any NaN equals a NaN fill"
+        );
+        assert!(!r.is_fill(&f32s([f32::NAN, 0.0])));
+        let zero = nan(DataType::Float32, 0f32.to_le_bytes().to_vec());
+        assert!(zero.is_fill(&f32s([0.0, 0.0])));
+        assert!(
+            !zero.is_fill(&f32s([0.0, -0.0])),
+            "-0.0 is stored as zarr-python stores it"
+        );
+        assert!(!zero.is_fill(&f32s([f32::NAN, f32::NAN])));
+        let half = nan(DataType::Float16, vec![0x00, 0x7e]);
+        assert!(half.is_fill(&[0x01, 0x7e, 0x00, 0xfe]));
+        assert!(!half.is_fill(&[0x00, 0x7c, 0x00, 0x7e]), "infinity is not NaN");
+        let ints = nan(DataType::Int16, 7i16.to_le_bytes().to_vec());
+        assert!(ints.is_fill(&[7, 0, 7, 0]) && !ints.is_fill(&[7, 0, 7, 1]));
     }
 
     #[test]

@@ -98,6 +98,23 @@ impl FilterStack {
         Some(size)
     }
 
+    /// Encode C-order little-endian elements of `repr`: the dtype's byte
+    /// order, then the filters in order.
+    pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+        if self.vlen.is_some() {
+            return Err(super::cannot_write(&format!("{} elements", repr.data_type.name())));
+        }
+        let mut data = self.bytes.encode(array, repr);
+        for (filter, data_type) in &self.filters {
+            data = match filter {
+                Numcodec::Filter(f) => return Err(super::cannot_write(f.name())),
+                Numcodec::Bytes(b) => Bytes::from(b.encode(&data, data_type.size())?),
+                Numcodec::Elements(e) => return Err(super::cannot_write(e.name())),
+            };
+        }
+        Ok(data)
+    }
+
     /// Decode into C-order (of the encoded layout) little-endian elements of `repr`.
     pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         let mut data = encoded;

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::ChunkRepr;
 use crate::engine::error::Result;
+use crate::engine::format::codec::cannot_write;
 use crate::engine::format::data_type::DataType;
 use crate::engine::format::vlen;
 use cast_value::CastValueCodec;
@@ -56,6 +57,17 @@ impl ArrayToArrayCodec {
             Self::Numcodecs(f) => f.encoded_repr(repr),
             Self::ScaleOffset(s) => ChunkRepr::new(repr.shape.clone(), repr.data_type, s.encoded_fill(repr)),
             Self::CastValue(c) => c.encoded_repr(repr),
+        }
+    }
+
+    /// Encode an array of `decoded` (the representation before this codec).
+    pub(crate) fn encode(&self, array: Bytes, decoded: &ChunkRepr) -> Result<Bytes> {
+        match self {
+            Self::Transpose(t) if !decoded.data_type.is_variable() => Ok(t.encode(&array, decoded)),
+            Self::Transpose(_) => Err(cannot_write(&format!("transpose of {}", decoded.data_type.name()))),
+            Self::Numcodecs(f) => Err(cannot_write(f.name())),
+            Self::ScaleOffset(_) => Err(cannot_write("scale_offset")),
+            Self::CastValue(_) => Err(cannot_write("cast_value")),
         }
     }
 

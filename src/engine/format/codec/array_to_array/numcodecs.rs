@@ -36,6 +36,11 @@ impl NumcodecsFilter {
         })
     }
 
+    /// The filter's numcodecs id.
+    pub(crate) fn name(&self) -> &'static str {
+        self.filter.name()
+    }
+
     /// The representation this filter encodes `repr` into.
     pub(crate) fn encoded_repr(&self, repr: &ChunkRepr) -> ChunkRepr {
         let data_type = self.filter.encoded_type(repr.data_type);

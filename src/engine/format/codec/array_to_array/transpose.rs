@@ -52,6 +52,45 @@ impl TransposeCodec {
         ChunkRepr::new(shape, repr.data_type, repr.fill_value.clone())
     }
 
+    /// Transpose elements of `decoded` into the encoded order.
+    pub(crate) fn encode(&self, array: &[u8], decoded: &ChunkRepr) -> Bytes {
+        let (size, moves) = self.moves(decoded);
+        let mut out = vec![0u8; array.len()];
+        for (enc, dec) in moves.enumerate() {
+            out[enc * size..(enc + 1) * size].copy_from_slice(&array[dec * size..(dec + 1) * size]);
+        }
+        Bytes::from(out)
+    }
+
+    /// The element size, and for each encoded element in order the offset
+    /// (in elements) of the decoded element it holds.
+    fn moves(&self, decoded: &ChunkRepr) -> (usize, impl Iterator<Item = usize>) {
+        let rank = decoded.shape.len();
+        let mut strides = vec![1usize; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * decoded.shape[d + 1] as usize;
+        }
+        let enc_shape: Vec<usize> = self.order.iter().map(|&d| decoded.shape[d] as usize).collect();
+        let enc_strides: Vec<usize> = self.order.iter().map(|&d| strides[d]).collect();
+        let count = decoded.num_elements() as usize;
+        let mut index = vec![0usize; rank];
+        let mut at = 0usize;
+        let moves = (0..count).map(move |_| {
+            let here = at;
+            for d in (0..rank).rev() {
+                index[d] += 1;
+                at += enc_strides[d];
+                if index[d] < enc_shape[d] {
+                    break;
+                }
+                at -= enc_strides[d] * index[d];
+                index[d] = 0;
+            }
+            here
+        });
+        (decoded.data_type.size(), moves)
+    }
+
     /// Transpose an encoded array back to the `decoded` representation.
     pub(crate) fn decode(&self, encoded: &[u8], decoded: &ChunkRepr) -> Bytes {
         let size = decoded.data_type.size();

@@ -69,6 +69,12 @@ impl BytesCodec {
         Ok(self.to_little_endian(encoded, repr))
     }
 
+    /// The chunk's little-endian elements in the configured byte order.
+    pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Bytes {
+        // Swapping is its own inverse.
+        self.to_little_endian(array, repr)
+    }
+
     /// The first `encoded.len()` bytes of the chunk's elements (a whole
     /// number of elements), little-endian.
     pub(crate) fn decode_prefix(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {

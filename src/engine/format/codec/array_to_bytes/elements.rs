@@ -23,6 +23,13 @@ pub(crate) enum ElementsCodec {
 }
 
 impl ElementsCodec {
+    /// The codec's name.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Pcodec => "pcodec",
+        }
+    }
+
     /// The numcodecs ids of element codecs: `zfpy` is one, and is
     /// unsupported (no zfp library is linked).
     pub(crate) const IDS: &'static [&'static str] = &["pcodec", "zfpy"];

@@ -16,6 +16,7 @@ use self::sharding::ShardingCodec;
 use self::vlen::VlenCodec;
 use super::ChunkRepr;
 use crate::engine::error::Result;
+use crate::engine::format::codec::cannot_write;
 
 /// An array -> bytes codec.
 #[derive(Debug, Clone)]
@@ -56,6 +57,17 @@ impl ArrayToBytesCodec {
             Self::Bytes(_) => Some(repr.size_bytes()),
             Self::PackBits(p) => Some(p.encoded_size(repr)),
             Self::Sharding(_) | Self::Vlen(_) | Self::Elements(_) => None,
+        }
+    }
+
+    /// Encode C-order little-endian elements of `repr`.
+    pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+        match self {
+            Self::Bytes(b) => Ok(b.encode(array, repr)),
+            Self::Sharding(s) => s.encode(&array, repr).map(Bytes::from),
+            Self::PackBits(_) => Err(cannot_write("packbits")),
+            Self::Elements(e) => Err(cannot_write(e.name())),
+            Self::Vlen(_) => Err(cannot_write(&format!("{} elements", repr.data_type.name()))),
         }
     }
 

@@ -206,6 +206,77 @@ impl ShardingCodec {
         Ok(Bytes::from(out))
     }
 
+    /// A shard from its inner chunks, already encoded, in index order
+    /// (`None`: empty): the chunks one after another, and the index where
+    /// the configuration puts it.
+    pub(crate) fn assemble(&self, chunks: &[Option<Bytes>]) -> Result<Vec<u8>> {
+        let base = match self.index_location {
+            IndexLocation::Start => self.index_size as u64,
+            IndexLocation::End => 0,
+        };
+        let mut data = Vec::with_capacity(chunks.iter().flatten().map(Bytes::len).sum());
+        let mut entries = Vec::with_capacity(chunks.len() * 16);
+        for chunk in chunks {
+            let (offset, nbytes) = match chunk {
+                Some(c) => (base + data.len() as u64, c.len() as u64),
+                None => (EMPTY, EMPTY),
+            };
+            entries.extend(offset.to_le_bytes());
+            entries.extend(nbytes.to_le_bytes());
+            if let Some(c) = chunk {
+                data.extend_from_slice(c);
+            }
+        }
+        let index = self.index.encode(&entries)?;
+        if index.len() != self.index_size {
+            return Err(corrupt(format!(
+                "the shard index encodes to {} bytes, not the {} its codecs fix",
+                index.len(),
+                self.index_size
+            )));
+        }
+        Ok(match self.index_location {
+            IndexLocation::Start => [&index[..], &data].concat(),
+            IndexLocation::End => [&data[..], &index].concat(),
+        })
+    }
+
+    /// Encode a whole shard of `repr`; inner chunks left all fill value
+    /// are not stored.
+    pub fn encode(&self, shard: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        if repr.data_type.is_variable() {
+            return Err(crate::engine::format::codec::cannot_write(&format!(
+                "{} shards",
+                repr.data_type.name()
+            )));
+        }
+        let inner_shape = self.inner_shape();
+        let inner_repr = self.inner.decoded_repr();
+        let mut chunks = Vec::with_capacity(self.inner_coords().count());
+        for coords in self.inner_coords() {
+            let block = Block {
+                src_start: coords.iter().zip(inner_shape).map(|(c, s)| c * s).collect(),
+                src_step: vec![1; coords.len()],
+                dst_start: vec![0; coords.len()],
+                count: inner_shape.to_vec(),
+            };
+            let mut chunk = vec![0u8; inner_repr.size_bytes()];
+            copy_block(
+                Some(shard),
+                &repr.shape,
+                &mut chunk,
+                inner_shape,
+                &block,
+                &repr.fill_value,
+            );
+            chunks.push(match inner_repr.is_fill(&chunk) {
+                true => None,
+                false => Some(self.inner.encode(&chunk)?),
+            });
+        }
+        self.assemble(&chunks)
+    }
+
     /// Inner chunk coordinates in index order (C order).
     fn inner_coords(&self) -> impl Iterator<Item = Vec<u64>> + '_ {
         let total: u64 = self.chunks_per_shard.iter().product();

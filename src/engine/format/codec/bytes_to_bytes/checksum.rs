@@ -109,6 +109,23 @@ impl ChecksumCodec {
         }
     }
 
+    /// Add the checksum where the configuration puts it.
+    pub(crate) fn encode(&self, decoded: &[u8]) -> Vec<u8> {
+        let sum = self.checksum(decoded).to_le_bytes();
+        let mut out = Vec::with_capacity(decoded.len() + 4);
+        match self.at_start {
+            true => {
+                out.extend_from_slice(&sum);
+                out.extend_from_slice(decoded);
+            }
+            false => {
+                out.extend_from_slice(decoded);
+                out.extend_from_slice(&sum);
+            }
+        }
+        out
+    }
+
     /// Verify and strip the checksum.
     pub(crate) fn decode(&self, encoded: Bytes) -> Result<Bytes> {
         if encoded.len() < 4 {

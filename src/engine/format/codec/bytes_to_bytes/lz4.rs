@@ -4,7 +4,7 @@
 //! Docs: <https://numcodecs.readthedocs.io/en/stable/compression/lz4.html>.
 //! Example: `{"id": "lz4", "acceleration": 1}`.
 
-use crate::engine::error::{corrupt, Result};
+use crate::engine::error::{corrupt, Error, Result};
 
 /// LZ4 blocks in numcodecs' framing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +15,15 @@ const MAX_UNKNOWN_SIZE: usize = 1 << 31;
 
 impl Lz4Codec {
     /// Decompress.
+    /// numcodecs' framing: the size (4 bytes, little-endian), then an LZ4 block.
+    pub(crate) fn encode(&self, decoded: &[u8]) -> Result<Vec<u8>> {
+        let size =
+            u32::try_from(decoded.len()).map_err(|_| Error::Unsupported("lz4 chunks of 4 GiB or more".into()))?;
+        let mut out = size.to_le_bytes().to_vec();
+        out.extend(lz4_flex::block::compress(decoded));
+        Ok(out)
+    }
+
     pub(crate) fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
         let (header, block) = encoded
             .split_first_chunk::<4>()

@@ -32,6 +32,18 @@ impl LzmaCodec {
 
     /// Decompress, writing no more than one byte past `expected` (a
     /// corrupt or hostile stream cannot exhaust memory).
+    /// Compress in the configured container (`.xz` or `.lzma`).
+    pub(crate) fn encode(&self, decoded: &[u8]) -> Result<Vec<u8>> {
+        let mut input = std::io::BufReader::new(decoded);
+        let mut out = Vec::new();
+        match self {
+            Self::Xz => lzma_rs::xz_compress(&mut input, &mut out),
+            Self::Alone => lzma_rs::lzma_compress(&mut input, &mut out),
+        }
+        .map_err(super::encode_failed("lzma"))?;
+        Ok(out)
+    }
+
     pub(crate) fn decode(&self, encoded: &[u8], expected: Option<usize>) -> Result<Vec<u8>> {
         let mut input = std::io::BufReader::new(encoded);
         let mut out = Bounded {

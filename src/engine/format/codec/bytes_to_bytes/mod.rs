@@ -91,8 +91,12 @@ impl BytesToBytesCodec {
             }
             "zstd" => Self::Zstd(ZstdCodec::from_json(Some(obj))?),
             "gzip" => Self::Gzip(GzipCodec::from_json(Some(obj))?),
-            "zlib" => Self::Zlib(ZlibCodec),
-            "bz2" => Self::Bz2(Bz2Codec),
+            "zlib" => Self::Zlib(ZlibCodec {
+                level: int_field(Some(obj), "zlib", "level", -1..=9, Some(1))?.clamp(0, 9) as u32,
+            }),
+            "bz2" => Self::Bz2(Bz2Codec {
+                level: int_field(Some(obj), "bz2", "level", 1..=9, Some(1))? as u32,
+            }),
             "lzma" => Self::Lzma(LzmaCodec::from_json(obj)?),
             "lz4" => Self::Lz4(Lz4Codec),
             "shuffle" => Self::Shuffle(ShuffleCodec::from_json(obj)?),
@@ -110,6 +114,22 @@ impl BytesToBytesCodec {
         }
     }
 
+    /// Encode `decoded` as the configuration says; `element_size` is the
+    /// size of the elements the bytes hold (blosc's default typesize).
+    pub(crate) fn encode(&self, decoded: &[u8], element_size: usize) -> Result<Vec<u8>> {
+        Ok(match self {
+            Self::Gzip(c) => c.encode(decoded)?,
+            Self::Zstd(c) => c.encode(decoded)?,
+            Self::Blosc(c) => c.encode(decoded, element_size)?,
+            Self::Zlib(c) => c.encode(decoded)?,
+            Self::Bz2(c) => c.encode(decoded)?,
+            Self::Lzma(c) => c.encode(decoded)?,
+            Self::Lz4(c) => c.encode(decoded)?,
+            Self::Shuffle(c) => c.encode(decoded),
+            Self::Crc32c(c) | Self::Checksum(c) => c.encode(decoded),
+        })
+    }
+
     /// Decode; `expected` is the decoded size when the chain knows it.
     pub(crate) fn decode(&self, encoded: Bytes, expected: Option<usize>) -> Result<Bytes> {
         let decoded = match self {
@@ -125,6 +145,11 @@ impl BytesToBytesCodec {
         };
         Ok(Bytes::from(decoded))
     }
+}
+
+/// An encoder's failure (an I/O error writing to memory: not expected).
+pub(crate) fn encode_failed<E: std::fmt::Display>(codec: &'static str) -> impl Fn(E) -> Error {
+    move |e| Error::Unsupported(format!("{codec} compression failed: {e}"))
 }
 
 /// Read a decompressor to the end, refusing more than `expected` bytes when

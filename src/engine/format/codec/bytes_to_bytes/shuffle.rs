@@ -26,6 +26,22 @@ impl ShuffleCodec {
     }
 
     /// Undo the shuffle.
+    /// Byte planes: every element's first byte, then every second byte, ...
+    pub(crate) fn encode(&self, decoded: &[u8]) -> Vec<u8> {
+        let size = self.element_size;
+        if size <= 1 {
+            return decoded.to_vec();
+        }
+        let count = decoded.len() / size;
+        let mut out = decoded.to_vec();
+        for (i, element) in decoded[..count * size].chunks_exact(size).enumerate() {
+            for (b, &byte) in element.iter().enumerate() {
+                out[b * count + i] = byte;
+            }
+        }
+        out
+    }
+
     pub(crate) fn decode(&self, encoded: &[u8]) -> Vec<u8> {
         let size = self.element_size;
         if size <= 1 {

@@ -12,7 +12,10 @@ use crate::engine::error::{corrupt, Result};
 
 /// Zstandard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ZstdCodec;
+pub(crate) struct ZstdCodec {
+    level: i32,
+    checksum: bool,
+}
 
 thread_local! {
     /// One decompression context per thread, reused by whole and prefix
@@ -35,13 +38,25 @@ fn failed(code: usize) -> crate::engine::error::Error {
 impl ZstdCodec {
     /// Validate the configuration (`level`, optional `checksum`).
     pub(crate) fn from_json(config: Option<&Map<String, Value>>) -> Result<Self> {
-        int_field(config, "zstd", "level", -131072..=22, Some(0))?;
-        if let Some(v) = config.and_then(|c| c.get("checksum")) {
-            if !v.is_boolean() {
-                return Err(corrupt(format!("zstd codec checksum {v} is not a boolean")));
-            }
-        }
-        Ok(Self)
+        let level = int_field(config, "zstd", "level", -131072..=22, Some(0))? as i32;
+        let checksum = match config.and_then(|c| c.get("checksum")) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => return Err(corrupt(format!("zstd codec checksum {v} is not a boolean"))),
+        };
+        Ok(Self { level, checksum })
+    }
+
+    /// One frame at the configured level, declaring its content size (as
+    /// zarr-python's frames do), with a content checksum when configured.
+    pub(crate) fn encode(&self, decoded: &[u8]) -> Result<Vec<u8>> {
+        use zstd::zstd_safe::CParameter;
+        let failed = super::encode_failed("zstd");
+        let mut compressor = zstd::bulk::Compressor::new(self.level).map_err(&failed)?;
+        compressor
+            .set_parameter(CParameter::ChecksumFlag(self.checksum))
+            .map_err(&failed)?;
+        compressor.compress(decoded).map_err(failed)
     }
 
     /// Decompress one or more frames.
@@ -135,18 +150,46 @@ mod tests {
         enc.include_checksum(true).unwrap();
         std::io::Write::write_all(&mut enc, &data).unwrap();
         let encoded = enc.finish().unwrap();
-        assert_eq!(ZstdCodec.decode(&encoded, None).unwrap(), data);
-        assert_eq!(ZstdCodec.decode(&encoded, Some(10000)).unwrap(), data);
-        assert!(ZstdCodec.decode(&encoded, Some(9999)).is_err());
-        assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], Some(10000)).is_err());
-        assert!(ZstdCodec.decode(&encoded[..encoded.len() / 2], None).is_err());
+        assert_eq!(
+            ZstdCodec::from_json(None).unwrap().decode(&encoded, None).unwrap(),
+            data
+        );
+        assert_eq!(
+            ZstdCodec::from_json(None)
+                .unwrap()
+                .decode(&encoded, Some(10000))
+                .unwrap(),
+            data
+        );
+        assert!(ZstdCodec::from_json(None)
+            .unwrap()
+            .decode(&encoded, Some(9999))
+            .is_err());
+        assert!(ZstdCodec::from_json(None)
+            .unwrap()
+            .decode(&encoded[..encoded.len() / 2], Some(10000))
+            .is_err());
+        assert!(ZstdCodec::from_json(None)
+            .unwrap()
+            .decode(&encoded[..encoded.len() / 2], None)
+            .is_err());
         // Into a reused buffer, larger or smaller than needed.
         for mut out in [Vec::new(), vec![7u8; 20000]] {
-            ZstdCodec.decode_into(&encoded, 10000, &mut out).unwrap();
+            ZstdCodec::from_json(None)
+                .unwrap()
+                .decode_into(&encoded, 10000, &mut out)
+                .unwrap();
             assert_eq!(out, data);
-            assert!(ZstdCodec.decode_into(&encoded, 9999, &mut out).is_err());
-            assert!(ZstdCodec.decode_into(&encoded, 10001, &mut out).is_err());
-            assert!(ZstdCodec
+            assert!(ZstdCodec::from_json(None)
+                .unwrap()
+                .decode_into(&encoded, 9999, &mut out)
+                .is_err());
+            assert!(ZstdCodec::from_json(None)
+                .unwrap()
+                .decode_into(&encoded, 10001, &mut out)
+                .is_err());
+            assert!(ZstdCodec::from_json(None)
+                .unwrap()
                 .decode_into(&encoded[..encoded.len() / 2], 10000, &mut out)
                 .is_err());
         }
@@ -165,28 +208,49 @@ mod tests {
         let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let plain = frame(&data, false);
         for prefix in [1, 4096, 131_072, 299_999] {
-            let got = ZstdCodec.decode_prefix(&plain, data.len(), prefix).unwrap().unwrap();
+            let got = ZstdCodec::from_json(None)
+                .unwrap()
+                .decode_prefix(&plain, data.len(), prefix)
+                .unwrap()
+                .unwrap();
             assert_eq!(got, &data[..prefix]);
         }
         // Whole chunk, checksummed frames, a wrong size: decoded whole instead.
-        assert!(ZstdCodec
+        assert!(ZstdCodec::from_json(None)
+            .unwrap()
             .decode_prefix(&plain, data.len(), data.len())
             .unwrap()
             .is_none());
-        assert!(ZstdCodec
+        assert!(ZstdCodec::from_json(None)
+            .unwrap()
             .decode_prefix(&frame(&data, true), data.len(), 10)
             .unwrap()
             .is_none());
-        assert!(ZstdCodec.decode_prefix(&plain, data.len() + 1, 10).unwrap().is_none());
+        assert!(ZstdCodec::from_json(None)
+            .unwrap()
+            .decode_prefix(&plain, data.len() + 1, 10)
+            .unwrap()
+            .is_none());
         // A truncated frame is never decoded in part (the whole decode reports it).
-        assert!(ZstdCodec
+        assert!(ZstdCodec::from_json(None)
+            .unwrap()
             .decode_prefix(&plain[..plain.len() - 1], data.len(), 10)
             .unwrap()
             .is_none());
         // The thread's one context is reset between uses: a whole decode
         // after a stopped stream, and a stream after that, are right.
-        assert_eq!(ZstdCodec.decode(&plain, Some(data.len())).unwrap(), data);
-        let again = ZstdCodec.decode_prefix(&plain, data.len(), 5).unwrap().unwrap();
+        assert_eq!(
+            ZstdCodec::from_json(None)
+                .unwrap()
+                .decode(&plain, Some(data.len()))
+                .unwrap(),
+            data
+        );
+        let again = ZstdCodec::from_json(None)
+            .unwrap()
+            .decode_prefix(&plain, data.len(), 5)
+            .unwrap()
+            .unwrap();
         assert_eq!(again, &data[..5]);
     }
 }

@@ -67,6 +67,17 @@ impl Filter {
         "packbits",
     ];
 
+    /// The filter's numcodecs id.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Delta { .. } => "delta",
+            Self::FixedScaleOffset { .. } => "fixedscaleoffset",
+            Self::Cast { id, .. } => id,
+            Self::Identity => "bitround",
+            Self::PackBits => "packbits",
+        }
+    }
+
     /// The filter a numcodecs configuration names.
     #[cfg(test)]
     pub(crate) fn from_json(config: &Value) -> Result<Self> {

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use tokio::sync::Semaphore;
 
 use super::source::{KeySource, Listing};
-use super::{ByteRange, ObjectInfo, ReadResult, StoreError};
+use super::{ByteRange, Expect, ObjectInfo, ReadResult, StoreError};
 
 /// Counters of one store, read by `/metrics`.
 #[derive(Debug, Default)]
@@ -25,6 +25,8 @@ pub struct StoreStats {
     pub range_requests: AtomicU64,
     /// Payload bytes received.
     pub bytes: AtomicU64,
+    /// Payload bytes written (puts that succeeded).
+    pub written: AtomicU64,
     /// Requests that failed (not counting missing keys).
     pub(crate) errors: AtomicU64,
 }
@@ -128,6 +130,16 @@ impl<S: KeySource> KeySource for Limited<S> {
         let _permit = self.permit().await;
         self.inner.list_dir(prefix).await
     }
+
+    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+        let _permit = self.permit().await;
+        self.inner.put(key, data, expect).await
+    }
+
+    async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
+        let _permit = self.permit().await;
+        self.inner.delete(key, expect).await
+    }
 }
 
 /// Each request fails with [`StoreError::Timeout`] after `timeout`.
@@ -159,6 +171,14 @@ impl<S: KeySource> KeySource for TimedOut<S> {
     async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
         within(self.timeout, self.inner.list_dir(prefix)).await
     }
+
+    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+        within(self.timeout, self.inner.put(key, data, expect)).await
+    }
+
+    async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
+        within(self.timeout, self.inner.delete(key, expect)).await
+    }
 }
 
 /// Counts requests, ranged requests, bytes received and failures. Several
@@ -179,6 +199,14 @@ impl<S> Counted<S> {
     fn failed<T>(&self, result: &Result<T, StoreError>) {
         if result.is_err() {
             self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A write found the object changed: the store answered as asked, so
+    /// not a failure of it.
+    fn failed_write<T>(&self, result: &Result<T, StoreError>) {
+        if !matches!(result, Err(StoreError::Changed(_))) {
+            self.failed(result);
         }
     }
 
@@ -225,6 +253,24 @@ impl<S: KeySource> KeySource for Counted<S> {
         self.sent(1, 0);
         let result = self.inner.list_dir(prefix).await;
         self.failed(&result);
+        result
+    }
+
+    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+        self.sent(1, 0);
+        let size = data.len() as u64;
+        let result = self.inner.put(key, data, expect).await;
+        self.failed_write(&result);
+        if result.is_ok() {
+            self.stats.written.fetch_add(size, Ordering::Relaxed);
+        }
+        result
+    }
+
+    async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
+        self.sent(1, 0);
+        let result = self.inner.delete(key, expect).await;
+        self.failed_write(&result);
         result
     }
 }

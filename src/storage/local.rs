@@ -33,6 +33,8 @@ use object_store::{GetOptions, GetRange, ObjectMeta};
 
 use crate::buffer_pool::BufferPool;
 
+mod write;
+
 /// A file's metadata and the ranges read, each with its bytes.
 type Fetched = (ObjectMeta, Vec<(Range<u64>, Bytes)>);
 

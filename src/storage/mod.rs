@@ -79,6 +79,31 @@ pub enum StoreError {
     BadVersion(String),
 }
 
+/// What a write expects of the object it replaces or removes; when the
+/// object is otherwise, the write is [`StoreError::Changed`] and changes
+/// nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// Whatever is there (or nothing).
+    Anything,
+    /// No object (a create).
+    Absent,
+    /// The object with this ETag (as a read of it reported).
+    Version(String),
+}
+
+impl Expect {
+    /// What a write expects of an object a read found with `etag` (`None`
+    /// outside: the object was missing).
+    pub fn of(found: Option<Option<&str>>) -> Self {
+        match found {
+            None => Expect::Absent,
+            Some(Some(etag)) => Expect::Version(etag.to_string()),
+            Some(None) => Expect::Anything,
+        }
+    }
+}
+
 /// Metadata of a stored object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectInfo {
@@ -322,6 +347,29 @@ impl Store {
         self.keys.list_dir(prefix).await
     }
 
+    /// Write `data` at `key` if the object there is as `expect` says
+    /// (else [`StoreError::Changed`], nothing written): atomic per object,
+    /// conditional puts on object stores, a new file renamed into place on
+    /// local disks. The new object's ETag, when the backend reports one.
+    pub async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+        valid(key)?;
+        self.keys.put(key, data, expect).await
+    }
+
+    /// Remove `key` (a missing key is already removed). `expect` is
+    /// checked on local disks; object_store cannot make a delete
+    /// conditional, so on object stores it is not.
+    pub async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
+        valid(key)?;
+        self.keys.delete(key, expect).await
+    }
+
+    /// Whether the store is read-only whatever its configuration: an
+    /// Icechunk repository (written through 4.3) or a reference set.
+    pub fn is_read_only(&self) -> bool {
+        self.versions.is_some() || self.probe == ".zgroup"
+    }
+
     /// Whether the store answers at all (for readiness).
     pub async fn check(&self) -> Result<(), StoreError> {
         self.head(self.probe).await.map(|_| ())
@@ -353,5 +401,103 @@ mod tests {
             );
         }
         assert_eq!(store.stats().requests.load(std::sync::atomic::Ordering::Relaxed), 0);
+    }
+
+    async fn read(store: &Store, key: &str) -> Option<(Bytes, Option<String>)> {
+        let read = store.get(key, ByteRange::All, None).await.unwrap()?;
+        Some((read.data, read.info.etag))
+    }
+
+    /// The write contract on one store: creates, conditional replaces and
+    /// deletes; a write whose expectation fails changes nothing.
+    async fn writes_are_conditional(store: &Store) {
+        let changed = |r: Result<Option<String>, StoreError>| matches!(r, Err(StoreError::Changed(_)));
+        let key = "a/c/0/0";
+        let first = store
+            .put(key, Bytes::from_static(b"one"), Expect::Absent)
+            .await
+            .unwrap();
+        let (data, etag) = read(store, key).await.unwrap();
+        assert_eq!((&data[..], &etag), (&b"one"[..], &first));
+        assert!(changed(
+            store.put(key, Bytes::from_static(b"two"), Expect::Absent).await
+        ));
+        let etag = etag.expect("stores with writes have ETags");
+        let second = store
+            .put(key, Bytes::from_static(b"two!"), Expect::Version(etag.clone()))
+            .await
+            .unwrap();
+        assert_ne!(second.as_ref(), Some(&etag));
+        assert!(changed(
+            store.put(key, Bytes::from_static(b"lost"), Expect::Version(etag)).await
+        ));
+        assert_eq!(&read(store, key).await.unwrap().0[..], b"two!");
+        store
+            .put(key, Bytes::from_static(b"3"), Expect::Anything)
+            .await
+            .unwrap();
+        store.delete(key, Expect::Anything).await.unwrap();
+        assert!(read(store, key).await.is_none());
+        store.delete(key, Expect::Anything).await.unwrap();
+        assert!(changed(
+            store.put("x", Bytes::new(), Expect::Version("\"nope\"".into())).await
+        ));
+        assert!(read(store, "x").await.is_none());
+        assert!(matches!(
+            store.put("../x", Bytes::new(), Expect::Anything).await,
+            Err(StoreError::InvalidKey(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn in_memory_writes_are_conditional() {
+        let store = Store::new(
+            Arc::new(object_store::memory::InMemory::new()),
+            object_store::path::Path::from("root"),
+            &StoreOptions::default(),
+        );
+        writes_are_conditional(&store).await;
+    }
+
+    #[tokio::test]
+    async fn local_writes_are_conditional_and_stay_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ds");
+        std::fs::create_dir(&root).unwrap();
+        let store = Store::open(root.to_str().unwrap(), &StoreOptions::default()).unwrap();
+        writes_are_conditional(&store).await;
+        // A stale version is refused on local disks too, and deletes check it.
+        let etag = store
+            .put("k", Bytes::from_static(b"v1"), Expect::Absent)
+            .await
+            .unwrap()
+            .unwrap();
+        store
+            .put("k", Bytes::from_static(b"v2"), Expect::Version(etag.clone()))
+            .await
+            .unwrap();
+        assert!(matches!(
+            store.delete("k", Expect::Version(etag)).await,
+            Err(StoreError::Changed(_))
+        ));
+        assert_eq!(&read(&store, "k").await.unwrap().0[..], b"v2");
+        // A linked directory out of the dataset is never written through.
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        for key in ["out/zarr.json", "out/new/c/0"] {
+            let put = store.put(key, Bytes::from_static(b"x"), Expect::Anything).await;
+            assert!(matches!(put, Err(StoreError::Forbidden(_))), "{key}: {put:?}");
+        }
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "nothing written outside"
+        );
+        // Temporary files do not stay behind.
+        let names: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
     }
 }

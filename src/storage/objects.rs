@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use super::local::LocalFiles;
 use super::source::{KeySource, Listing};
-use super::{ByteRange, ObjectInfo, ReadResult, StoreError};
+use super::{ByteRange, Expect, ObjectInfo, ReadResult, StoreError};
 
 /// The objects under `root` of a backend.
 #[derive(Debug)]
@@ -141,6 +141,45 @@ impl KeySource for ObjectKeys {
         files.sort();
         Ok((dirs, files))
     }
+
+    /// A put conditional on `expect`: `If-None-Match: *` or `If-Match` on
+    /// S3 and Azure (object_store's `PutMode`); on local disks a new file
+    /// renamed into place ([`LocalFiles::put`]).
+    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+        let path = self.path(key)?;
+        if let Some(local) = &self.local {
+            return local.put(key, path, data, expect).await;
+        }
+        let mode = match expect {
+            Expect::Anything => PutMode::Overwrite,
+            Expect::Absent => PutMode::Create,
+            Expect::Version(e_tag) => PutMode::Update(UpdateVersion {
+                e_tag: Some(e_tag),
+                version: None,
+            }),
+        };
+        let options = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        match self.inner.put_opts(&path, PutPayload::from(data), options).await {
+            Ok(done) => Ok(done.e_tag),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                Err(StoreError::Changed(key.to_string()))
+            }
+            Err(e) => Err(StoreError::Unavailable(e.to_string())),
+        }
+    }
+
+    /// A plain delete on object stores (object_store has no conditional
+    /// one); checked against `expect` on local disks.
+    async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        if let Some(local) = &self.local {
+            return local.delete(key, path, expect).await;
+        }
+        found(self.inner.delete(&path).await).map(|_| ())
+    }
 }
 
 /// A backend's answer as the store layer's: missing is `None`, a failed
@@ -247,6 +286,14 @@ impl<S: KeySource> KeySource for Remote<S> {
 
     async fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
         self.inner.head(key).await
+    }
+
+    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+        self.inner.put(key, data, expect).await
+    }
+
+    async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
+        self.inner.delete(key, expect).await
     }
 
     async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {

@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::{ByteRange, ObjectInfo, ReadResult, StoreError};
+use super::{ByteRange, Expect, ObjectInfo, ReadResult, StoreError};
 
 /// The children of a prefix: (sub-directories, objects), each sorted.
 pub(crate) type Listing = (Vec<String>, Vec<String>);
@@ -40,6 +40,21 @@ pub(crate) trait KeySource: Send + Sync + std::fmt::Debug {
 
     /// The children of `prefix` (`""` for the root).
     async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError>;
+
+    /// Write `data` at `key` if the object is as `expect` says; the new
+    /// ETag. Sources that only read keep this default.
+    async fn put(&self, key: &str, _data: Bytes, _expect: Expect) -> Result<Option<String>, StoreError> {
+        Err(read_only(key))
+    }
+
+    /// Remove `key` if it is as `expect` says (where the backend can check).
+    async fn delete(&self, key: &str, _expect: Expect) -> Result<(), StoreError> {
+        Err(read_only(key))
+    }
+}
+
+fn read_only(key: &str) -> StoreError {
+    StoreError::Unavailable(format!("'{key}' is in a read-only store"))
 }
 
 /// A shared source is a source (so wrappers can hold `Arc<dyn KeySource>`).
@@ -64,5 +79,13 @@ impl<S: KeySource + ?Sized> KeySource for std::sync::Arc<S> {
 
     async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
         (**self).list_dir(prefix).await
+    }
+
+    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+        (**self).put(key, data, expect).await
+    }
+
+    async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
+        (**self).delete(key, expect).await
     }
 }

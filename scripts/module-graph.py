@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 
 # Engine layers, lowest first; equal ranks are siblings that must not use each other.
-LAYER_RANK = {"format": 0, "query": 1, "read": 2, "compute": 3, "view": 3}
+LAYER_RANK = {"format": 0, "query": 1, "read": 2, "compute": 3, "view": 3, "write": 3}
 # Modules at the engine's root below every layer: they use no other engine module.
 BASE = {("engine", "error")}
 

@@ -58,6 +58,10 @@ pub struct DatasetConfig {
     /// Who may write it (grants; default nobody).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<Vec<String>>,
+    /// Whether the service takes writes to it (api.md 4.2; local
+    /// directories, `s3://` and `az://`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub writable: bool,
     /// Backend options (endpoint, region, allow_http, ...).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
@@ -221,6 +225,14 @@ pub struct Config {
     /// Proxies (addresses, CIDR blocks) whose `X-Forwarded-For` names the
     /// client a rate limit counts; empty: the connection's peer.
     pub trusted_proxies: Vec<String>,
+    /// Largest request body of a write, in bytes (413 above it).
+    pub max_request_bytes: u64,
+    /// Times a write reads an object again after another writer changed
+    /// it, before answering 409.
+    pub write_retries: usize,
+    /// Where write bodies larger than `slab_bytes` are spooled (unset: the
+    /// system's temporary directory).
+    pub write_spool_dir: Option<PathBuf>,
     /// Credentials: OpenID Connect and API keys.
     pub auth: AuthConfig,
     /// The config file read, if any (not a key).
@@ -266,6 +278,9 @@ impl Default for Config {
             rate_limit_per_second: None,
             rate_limit_burst: None,
             trusted_proxies: Vec::new(),
+            max_request_bytes: 1 << 30,
+            write_retries: 8,
+            write_spool_dir: None,
             auth: AuthConfig::default(),
             file: None,
             datasets: BTreeMap::new(),
@@ -469,6 +484,7 @@ impl Config {
         Identity::new(self.identity_settings())?;
         for (name, dataset) in &self.datasets {
             dataset.grants(name)?;
+            dataset.check_writable(name)?;
         }
         for name in self.datasets.keys() {
             if name.is_empty()
@@ -572,6 +588,7 @@ impl DatasetConfig {
             token: None,
             read: None,
             write: None,
+            writable: false,
             options: BTreeMap::new(),
             virtual_chunk_containers: Vec::new(),
         }
@@ -591,6 +608,33 @@ impl DatasetConfig {
             parse(&self.write, "write")?,
             self.token.is_some(),
         ))
+    }
+
+    /// `writable = true` only where writes are taken (api.md 4.2): local
+    /// directories, `s3://` and `az://`.
+    fn check_writable(&self, name: &str) -> Result<(), String> {
+        if !self.writable {
+            return Ok(());
+        }
+        let url = self.url.as_str();
+        let scheme = url::Url::parse(url)
+            .ok()
+            .map(|u| u.scheme().to_string())
+            .filter(|s| s.len() > 1)
+            .unwrap_or_else(|| "file".into());
+        let refuse = |why: &str| Err(format!("dataset '{name}' is writable, but {why}"));
+        match scheme.as_str() {
+            "file" | "s3" | "s3a" | "az" | "azure" | "abfs" | "abfss" => Ok(()),
+            "http" | "https" => refuse("http(s):// stores are never written"),
+            s if s.starts_with("refs+") => refuse("kerchunk reference sets are never written"),
+            s if s.starts_with("icechunk+") => {
+                refuse("Icechunk repositories are written through commits (api.md 4.3), not yet supported")
+            }
+            "gs" => {
+                refuse("writes to gs:// are not supported yet (a conditional put there needs the object's generation)")
+            }
+            other => refuse(&format!("'{other}' stores are not written")),
+        }
     }
 
     fn local(path: &Path) -> Self {

@@ -36,6 +36,17 @@ pub(crate) struct Metrics {
     pub(crate) overloaded: AtomicU64,
     /// Reads holding a read slot, by route.
     in_flight: Mutex<BTreeMap<String, u64>>,
+    /// Writes that changed the store, by dataset.
+    writes: Mutex<BTreeMap<String, WriteStats>>,
+}
+
+/// What the writes to one dataset did.
+#[derive(Debug, Default, Clone, Copy)]
+struct WriteStats {
+    requests: u64,
+    body_bytes: u64,
+    objects_written: u64,
+    objects_deleted: u64,
 }
 
 /// One read in flight on a route, counted until dropped.
@@ -85,6 +96,17 @@ impl Metrics {
             metrics: self.clone(),
             route: route.to_string(),
         }
+    }
+
+    /// Count one write to `dataset`: its body's bytes and the objects it
+    /// put and deleted.
+    pub(crate) fn write_done(&self, dataset: &str, body_bytes: u64, objects_written: u64, objects_deleted: u64) {
+        let mut writes = self.writes.lock().expect("metrics lock");
+        let stats = writes.entry(dataset.to_string()).or_default();
+        stats.requests += 1;
+        stats.body_bytes += body_bytes;
+        stats.objects_written += objects_written;
+        stats.objects_deleted += objects_deleted;
     }
 
     /// Render request metrics; `extra` appends other families.
@@ -141,6 +163,44 @@ impl Metrics {
             "Reads holding a read slot, by route.",
             "gauge",
             &in_flight,
+        );
+        let writes: Vec<(String, WriteStats)> = self
+            .writes
+            .lock()
+            .expect("metrics lock")
+            .iter()
+            .map(|(ds, s)| (format!("dataset=\"{}\"", escape(ds)), *s))
+            .collect();
+        let each = |f: fn(&WriteStats) -> u64| writes.iter().map(|(l, s)| (l.clone(), f(s))).collect::<Vec<_>>();
+        family(
+            &mut out,
+            "zarr_serve_writes_total",
+            "Writes that succeeded, by dataset.",
+            "counter",
+            &each(|s| s.requests),
+        );
+        family(
+            &mut out,
+            "zarr_serve_write_body_bytes_total",
+            "Bytes of the bodies of writes that succeeded, by dataset.",
+            "counter",
+            &each(|s| s.body_bytes),
+        );
+        let objects: Vec<(String, u64)> = writes
+            .iter()
+            .flat_map(|(l, s)| {
+                [
+                    (format!("{l},op=\"put\""), s.objects_written),
+                    (format!("{l},op=\"delete\""), s.objects_deleted),
+                ]
+            })
+            .collect();
+        family(
+            &mut out,
+            "zarr_serve_write_objects_total",
+            "Objects writes put or deleted, by dataset.",
+            "counter",
+            &objects,
         );
         extra(&mut out);
         out

@@ -32,6 +32,12 @@ pub enum Error {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Another writer kept changing an object a write needed (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// A write's precondition (`If-Match`) does not hold (412).
+    #[error("{0}")]
+    PreconditionFailed(String),
     /// The process is at one of its limits (memory for decoded data); retry later.
     #[error("{0}")]
     Overloaded(String),

@@ -28,6 +28,7 @@ mod format;
 mod query;
 mod read;
 mod view;
+mod write;
 
 pub use compute::{reduce, render};
 pub use error::{Error, Result};
@@ -51,3 +52,4 @@ pub use read::hierarchy::{Child, Dataset};
 pub use read::resources::{ResourceOptions, Resources};
 pub use read::{ReadQuery, Versions};
 pub use view::v2::{Listing, ViewChunk, ViewValue};
+pub use write::{InMemory, RegionBody, RegionWrite, WriteOptions, WriteOutcome};

@@ -19,6 +19,19 @@ pub(crate) async fn read_slot(request: Request, next: Next) -> Response {
     admit(request, next, |e| ApiError::Engine(e).into_response()).await
 }
 
+/// A write: `PUT`, `PATCH`, `DELETE`, or a `POST` that appends.
+fn is_write(request: &Request) -> bool {
+    use axum::http::Method;
+    let method = request.method();
+    let appends = || {
+        request
+            .uri()
+            .query()
+            .is_some_and(|q| url::form_urlencoded::parse(q.as_bytes()).any(|(k, _)| k == "append"))
+    };
+    [Method::PUT, Method::PATCH, Method::DELETE].contains(method) || (method == Method::POST && appends())
+}
+
 /// [`read_slot`] with the protocol's own error body for a 503 (`refused`):
 /// WMS exception reports, DAP2 `Error` bodies.
 pub(crate) async fn admit(
@@ -33,6 +46,10 @@ pub(crate) async fn admit(
         .get::<Arc<AppState>>()
         .cloned()
         .expect("every request carries the state");
+    // Writes take no read slot; their bodies are received by their handler.
+    if is_write(&request) {
+        return next.run(request).await;
+    }
     let (mut parts, body) = request.into_parts();
     // A request for an unknown dataset, or one it may not read, is
     // answered by its handler without a slot.

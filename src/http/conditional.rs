@@ -18,6 +18,23 @@ pub(super) fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
         .any(|t| t.trim() == "*" || super::strip_coding(t) == super::strip_coding(etag))
 }
 
+/// Whether `If-Match` holds for a representation whose ETag is now
+/// `etag` (strong comparison; `*` matches any; the tag of a compressed
+/// representation matches its uncompressed one). No header: it holds.
+pub(super) fn if_match(headers: &HeaderMap, etag: &str) -> bool {
+    let mut given = headers
+        .get_all(header::IF_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .peekable();
+    if given.peek().is_none() {
+        return true;
+    }
+    given.any(|t| t == "*" || (!t.starts_with("W/") && super::strip_coding(t) == super::strip_coding(etag)))
+}
+
 /// A strong ETag over `parts`.
 pub(super) fn strong_etag(parts: &[&[u8]]) -> String {
     let mut h = Sha256::new();

@@ -178,6 +178,20 @@ async fn region(
     Ok(response)
 }
 
+/// The ETag `GET ...?select=SEL&format=binary` sends for `plan` now (what
+/// a write's `If-Match` names, and what it answers with).
+pub(super) async fn binary_etag(state: &AppState, dataset: &Dataset, plan: &ReadPlan) -> Result<String, ApiError> {
+    let plain = Query::default();
+    let computed = format!("{}|{}", plain.reduce.key(), plain.render.key());
+    respond::Answer::new(state, dataset, "region", Format::Binary.media_type())
+        .key(plan.selection_key())
+        .key(&computed)
+        .key(Format::Binary.name())
+        .plan(plan)
+        .current_etag()
+        .await
+}
+
 /// What the answer holds: the read's result, or its reduction.
 pub(super) struct RegionResult {
     pub(super) data_type: DataType,

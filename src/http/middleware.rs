@@ -137,10 +137,20 @@ fn cors(origins: &[String]) -> CorsLayer {
         header::RETRY_AFTER,
     ];
     let base = CorsLayer::new()
-        .allow_methods([Method::GET, Method::HEAD, Method::OPTIONS])
+        .allow_methods([
+            Method::GET,
+            Method::HEAD,
+            Method::OPTIONS,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ])
         .allow_headers([
             header::RANGE,
             header::IF_NONE_MATCH,
+            header::IF_MATCH,
+            header::CONTENT_TYPE,
             header::ACCEPT,
             header::AUTHORIZATION,
             header::HeaderName::from_static("x-api-key"),

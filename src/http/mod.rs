@@ -23,8 +23,10 @@ mod serve;
 mod stall;
 mod state;
 mod tiles;
+mod upload;
 mod view;
 mod wms;
+mod write;
 
 /// The fuzz properties of the protocols' parsers ([`crate::fuzz_checks`]).
 pub(crate) use dap2::check_projection;
@@ -66,15 +68,21 @@ pub fn routes() -> Router<Arc<AppState>> {
     let data = Router::new()
         .route(
             "/v1/datasets/{ds}/data",
-            get(data::read_root).head(data::read_root).post(data::read_root),
+            get(data::read_root)
+                .head(data::read_root)
+                .post(data::read_root)
+                .put(write::region_root),
         )
         .route(
             "/v1/datasets/{ds}/data/",
-            get(data::read_root).head(data::read_root).post(data::read_root),
+            get(data::read_root)
+                .head(data::read_root)
+                .post(data::read_root)
+                .put(write::region_root),
         )
         .route(
             "/v1/datasets/{ds}/data/{*path}",
-            get(data::read).head(data::read).post(data::read),
+            get(data::read).head(data::read).post(data::read).put(write::region),
         )
         .route_layer(axum::middleware::from_fn(read_slot));
     let compressed = documents.merge(data).layer(compression());

@@ -56,6 +56,9 @@ pub enum ApiError {
     /// The method is not served on this path.
     #[error("method not allowed on this path")]
     MethodNotAllowed,
+    /// A write to a dataset that takes none (`Allow` names what it takes).
+    #[error("dataset '{0}' is not writable (its config does not say writable = true); nothing was written")]
+    ReadOnly(String, &'static str),
     /// Too much work in flight.
     #[error("the server is busy: {0}")]
     Overloaded(String),
@@ -106,6 +109,8 @@ impl ApiError {
             ApiError::Engine(E::Store(StoreError::UnknownVersion(_))) => StatusCode::NOT_FOUND,
             ApiError::Engine(E::Store(StoreError::Forbidden(_))) => StatusCode::FORBIDDEN,
             ApiError::Engine(E::Unsupported(_)) => StatusCode::NOT_IMPLEMENTED,
+            ApiError::Engine(E::Conflict(_)) => StatusCode::CONFLICT,
+            ApiError::Engine(E::PreconditionFailed(_)) => StatusCode::PRECONDITION_FAILED,
             ApiError::Engine(E::Corrupt { .. }) => StatusCode::BAD_GATEWAY,
             ApiError::Engine(E::Store(StoreError::Timeout(_))) | ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Engine(E::Store(StoreError::RangeNotSatisfiable(_))) | ApiError::RangeNotSatisfiable { .. } => {
@@ -120,7 +125,7 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::IssuerUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed | ApiError::ReadOnly(..) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UriTooLong(..) => StatusCode::URI_TOO_LONG,
             ApiError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Engine(E::Internal(_)) | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -141,6 +146,9 @@ impl ApiError {
             StatusCode::URI_TOO_LONG => "uri-too-long",
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "headers-too-large",
             StatusCode::NOT_IMPLEMENTED => "unsupported",
+            StatusCode::CONFLICT => "conflict",
+            StatusCode::PRECONDITION_FAILED => "precondition-failed",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
             StatusCode::TOO_MANY_REQUESTS => "rate-limited",
             StatusCode::BAD_GATEWAY => "corrupt-data",
             StatusCode::SERVICE_UNAVAILABLE => "unavailable",
@@ -191,6 +199,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::RateLimited(secs) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*secs));
+            }
+            ApiError::ReadOnly(_, allow) => {
+                headers.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
             _ => {}
         }

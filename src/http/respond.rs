@@ -197,6 +197,13 @@ impl<'a> Answer<'a> {
         Ok(())
     }
 
+    /// The answer's ETag as the store is now (what a GET would send),
+    /// without reading chunk data.
+    pub(crate) async fn current_etag(&self) -> Result<String, ApiError> {
+        let versions = self.dataset.read_versions_of(&self.plans).await?;
+        Ok(self.etag(&versions))
+    }
+
     /// Size, validators, 304 and HEAD, in the order of api.md 4.1.
     pub(crate) async fn check(self, method: &Method, request: &HeaderMap) -> Result<Checked, ApiError> {
         self.refuse_oversize()?;

@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 
 use super::{dap2, ApiError};
 use crate::config::Config;
-use crate::engine::{Dataset, Resources};
+use crate::engine::{Dataset, Resources, WriteOptions};
 use crate::identity::{Caller, Grants, Identity, Permission, RateLimits, TrustedProxies};
 use crate::metrics::Metrics;
 use crate::storage::Store;
@@ -22,6 +22,8 @@ pub(crate) struct ServedDataset {
     pub dataset: Dataset,
     /// Who may read and write it.
     pub(super) grants: Grants,
+    /// Whether it takes writes (`writable`).
+    pub(super) writable: bool,
 }
 
 /// Shared state of all handlers.
@@ -56,6 +58,10 @@ pub struct AppState {
     pub(super) metrics_token: Option<String>,
     /// `public_url` without a trailing slash, if set.
     pub(super) public_url: Option<String>,
+    /// How large write bodies may be, and where large ones are spooled.
+    pub(super) uploads: super::upload::Limits,
+    /// How writes retry and how many objects they write at once.
+    pub(super) write_options: WriteOptions,
 }
 
 impl AppState {
@@ -73,6 +79,7 @@ impl AppState {
                 ServedDataset {
                     dataset,
                     grants: ds.grants(name)?,
+                    writable: ds.writable,
                 },
             );
         }
@@ -102,6 +109,15 @@ impl AppState {
                 .public_url
                 .as_deref()
                 .map(|u| u.trim_end_matches('/').to_string()),
+            uploads: super::upload::Limits {
+                max: config.max_request_bytes,
+                in_memory: config.slab_bytes,
+                spool_dir: config.write_spool_dir.clone().unwrap_or_else(std::env::temp_dir),
+            },
+            write_options: WriteOptions {
+                retries: config.write_retries,
+                concurrency: config.read_concurrency,
+            },
         }))
     }
 
@@ -138,6 +154,27 @@ impl AppState {
             .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
         served.grants.check(caller, permission)?;
         Ok((&served.dataset, version))
+    }
+
+    /// The dataset `name` for a write by `caller`: 404 when there is none,
+    /// 405 (whatever the credentials) when it takes no writes, then 401 or
+    /// 403 without its `write` grant.
+    pub(super) fn writable(&self, name: &str, caller: &Caller, allow: &'static str) -> Result<&Dataset, ApiError> {
+        if name.contains('@') {
+            return Err(ApiError::Rejected(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                format!("'{name}' names a version; writes go to the dataset itself"),
+            ));
+        }
+        let served = self
+            .datasets
+            .get(name)
+            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
+        if !served.writable {
+            return Err(ApiError::ReadOnly(name.to_string(), allow));
+        }
+        served.grants.check(caller, Permission::Write)?;
+        Ok(&served.dataset)
     }
 
     /// Whether anyone, anonymous included, may read dataset `name` (an

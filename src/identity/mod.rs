@@ -55,6 +55,17 @@ impl Caller {
     }
 }
 
+/// Who made a request, for logs: `key:NAME`, `sub:SUBJECT`, `anonymous`.
+impl std::fmt::Display for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Caller::Known(principal) => f.write_str(&principal.rate_key()),
+            Caller::Anonymous => f.write_str("anonymous"),
+            _ => f.write_str("unrecognised"),
+        }
+    }
+}
+
 /// A recognised caller: what its credential says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Principal {

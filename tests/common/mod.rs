@@ -32,6 +32,7 @@ pub fn dataset(url: impl Into<String>) -> DatasetConfig {
         token: None,
         read: None,
         write: None,
+        writable: false,
         options: Default::default(),
         virtual_chunk_containers: Vec::new(),
     }

@@ -1,0 +1,534 @@
+//! Writes (api.md 4.2): a region's elements into the chunks or shards it
+//! touches, the read path backwards. Each object is read (unless the write
+//! covers it), decoded, given the new elements, encoded with the array's
+//! own codecs and put conditionally on the version read; when another
+//! writer got there first it is read again and the elements applied again,
+//! up to `retries` times, then [`Error::Conflict`]. A chunk left all fill
+//! value is not stored; a shard left with no inner chunk is deleted.
+//!
+//! The body is taken a chunk row at a time ([`RegionBody::rows`]), so a
+//! write holds one row of chunks of it, not all of it.
+
+mod region;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use self::region::{chunk_start, combinations, inner_runs, runs, scatter, Run};
+use crate::engine::error::{Error, Result};
+use crate::engine::format::codec::array_to_bytes::sharding::ShardingCodec;
+use crate::engine::format::codec::{ChunkRepr, CodecChain};
+use crate::engine::format::data_type::DataType;
+use crate::engine::format::metadata::ArrayMetadata;
+use crate::engine::query::node::Node;
+use crate::engine::query::plan::ReadPlan;
+use crate::engine::query::selection::DimSelection;
+use crate::engine::read::hierarchy::Dataset;
+use crate::storage::{join, ByteRange, Expect, StoreError};
+
+/// The elements of a region to write, C order, little-endian: read a
+/// chunk row at a time.
+pub trait RegionBody: Send + Sync {
+    /// The elements of positions `rows` along the region's first
+    /// dimension (all of them for a 0-d array: `0..1`).
+    fn rows(&self, rows: Range<u64>) -> std::io::Result<Bytes>;
+}
+
+/// A body held in memory.
+#[derive(Debug, Clone)]
+pub struct InMemory {
+    data: Bytes,
+    row_bytes: usize,
+}
+
+impl InMemory {
+    /// `data` holding rows of `row_bytes` bytes each.
+    pub fn new(data: Bytes, row_bytes: usize) -> Self {
+        Self { data, row_bytes }
+    }
+}
+
+impl RegionBody for InMemory {
+    fn rows(&self, rows: Range<u64>) -> std::io::Result<Bytes> {
+        let (start, end) = (rows.start as usize * self.row_bytes, rows.end as usize * self.row_bytes);
+        match self.data.get(start..end) {
+            Some(_) => Ok(self.data.slice(start..end)),
+            None => Err(std::io::Error::other("the body is shorter than the region")),
+        }
+    }
+}
+
+/// How writes retry and how many objects they work on at once.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// Times an object is read and written again after another writer
+    /// changed it, before [`Error::Conflict`].
+    pub retries: usize,
+    /// Objects read, encoded and put at once.
+    pub concurrency: usize,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            retries: 8,
+            concurrency: 8,
+        }
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// Chunks (inner chunks when sharded) the write touched that are
+    /// stored afterwards.
+    pub chunks_written: u64,
+    /// Chunks it removed because they became all fill value.
+    pub chunks_deleted: u64,
+    /// Objects put.
+    pub objects_written: u64,
+    /// Objects deleted.
+    pub objects_deleted: u64,
+    /// Bytes put.
+    pub bytes_written: u64,
+    /// The keys put or deleted.
+    pub keys: Vec<String>,
+}
+
+impl WriteOutcome {
+    fn add(mut self, other: WriteOutcome) -> Self {
+        self.chunks_written += other.chunks_written;
+        self.chunks_deleted += other.chunks_deleted;
+        self.objects_written += other.objects_written;
+        self.objects_deleted += other.objects_deleted;
+        self.bytes_written += other.bytes_written;
+        self.keys.extend(other.keys);
+        self
+    }
+}
+
+/// A write of a rectangular region of one array.
+#[derive(Debug, Clone)]
+pub struct RegionWrite {
+    node: Arc<Node>,
+    dims: Vec<DimSelection>,
+}
+
+impl RegionWrite {
+    /// The region a read plan selects: it must be rectangular (integers
+    /// and slices with a positive step; no points, lists or CF decoding).
+    pub fn of(plan: &ReadPlan) -> Result<Self> {
+        if plan.points.is_some() {
+            return Err(Error::InvalidRequest(
+                "a write takes a rectangular region, not points".into(),
+            ));
+        }
+        if plan.cf_decoded() {
+            return Err(Error::InvalidRequest(
+                "decode=cf is for reads; a write takes the array's stored values".into(),
+            ));
+        }
+        let meta = plan.node.array()?;
+        if meta.data_type.is_variable() {
+            return Err(crate::engine::format::codec::cannot_write(&format!(
+                "{} elements",
+                meta.data_type.name()
+            )));
+        }
+        region::check_rectangular(&plan.dims)?;
+        Ok(Self {
+            node: plan.node.clone(),
+            dims: plan.dims.clone(),
+        })
+    }
+
+    /// The array written.
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    /// The region's shape in the array's rank (a dimension an integer
+    /// selects has length 1).
+    pub fn region_shape(&self) -> Vec<u64> {
+        self.dims.iter().map(|d| d.len).collect()
+    }
+
+    /// The element type.
+    pub fn data_type(&self) -> DataType {
+        self.meta().data_type
+    }
+
+    /// Elements in the region.
+    pub fn elements(&self) -> u64 {
+        self.region_shape().iter().product()
+    }
+
+    /// Bytes of one position along the region's first dimension.
+    pub fn row_bytes(&self) -> usize {
+        let rest: u64 = self.dims.iter().skip(1).map(|d| d.len).product();
+        rest as usize * self.data_type().size()
+    }
+
+    fn meta(&self) -> &ArrayMetadata {
+        self.node.array().expect("checked to be an array")
+    }
+}
+
+/// One object to write: a chunk, or a shard.
+struct Unit {
+    coords: Vec<u64>,
+    /// One run per dimension, body positions relative to the row read.
+    runs: Vec<Run>,
+}
+
+impl Dataset {
+    /// Write `body` (the region's elements) into `write`'s region; the
+    /// caches of this process drop what changed.
+    pub async fn write_region(
+        &self,
+        write: &RegionWrite,
+        body: Arc<dyn RegionBody>,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let result = self.write_rows(write, body, options).await;
+        self.forget_written(write.node.path.as_str()).await;
+        result
+    }
+
+    async fn write_rows(
+        &self,
+        write: &RegionWrite,
+        body: Arc<dyn RegionBody>,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let meta = write.meta();
+        if write.elements() == 0 {
+            return Ok(WriteOutcome::default());
+        }
+        let axes = &meta.chunk_grid.axes;
+        let per_dim: Vec<Vec<Run>> = write
+            .dims
+            .iter()
+            .zip(axes)
+            .map(|(dim, axis)| runs(dim, axis, 0..dim.len))
+            .collect();
+        let mut outcome = WriteOutcome::default();
+        // A chunk row at a time: the runs of the first dimension.
+        let rows: Vec<Option<Run>> = match per_dim.first() {
+            None => vec![None],
+            Some(first) => first.iter().copied().map(Some).collect(),
+        };
+        for row in rows {
+            let (body_rows, mut body_shape) = match row {
+                None => (0..1, Vec::new()),
+                Some(r) => (r.out..r.out + r.count, write.region_shape()),
+            };
+            if let Some(first) = body_shape.first_mut() {
+                *first = body_rows.end - body_rows.start;
+            }
+            let source = body.clone();
+            let range = body_rows.clone();
+            let data = tokio::task::spawn_blocking(move || source.rows(range))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))?
+                .map_err(|e| Error::InvalidRequest(format!("the body could not be read: {e}")))?;
+            let mut dims = per_dim.clone();
+            if let Some(r) = row {
+                dims[0] = vec![Run { out: 0, ..r }];
+            }
+            let units = combinations(&dims).into_iter().map(|runs| Unit {
+                coords: runs.iter().map(|r| r.chunk).collect(),
+                runs,
+            });
+            let (data, body_shape) = (&data, &body_shape);
+            let done = futures::stream::iter(units)
+                .map(|unit| self.write_unit(write, unit, data.clone(), body_shape, options))
+                .buffer_unordered(options.concurrency.max(1))
+                .try_fold(WriteOutcome::default(), |all, one| async move { Ok(all.add(one)) })
+                .await?;
+            outcome = outcome.add(done);
+        }
+        Ok(outcome)
+    }
+
+    async fn write_unit(
+        &self,
+        write: &RegionWrite,
+        unit: Unit,
+        body: Bytes,
+        body_shape: &[u64],
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let meta = write.meta();
+        let key = join(&write.node.path, &meta.chunk_key_encoding.encode(&unit.coords));
+        let codecs = meta.codecs_at(&unit.coords).clone();
+        let object = Object {
+            key,
+            body,
+            body_shape: body_shape.to_vec(),
+            inside: self.inside(meta, &unit.coords, &codecs.decoded_repr().shape),
+            unit,
+        };
+        for _ in 0..=options.retries {
+            let attempt = match codecs.partial_sharding() {
+                Some(sharding) => self.write_shard(&object, sharding, &codecs).await,
+                None => self.write_chunk(&object, &codecs).await,
+            };
+            match attempt {
+                Err(Error::Store(StoreError::Changed(_))) => continue,
+                other => return other.map_err(|e| e.at_key(&object.key)),
+            }
+        }
+        Err(Error::Conflict(format!(
+            "'{}' kept changing under this write ({} retries); objects written before it stay written",
+            object.key, options.retries
+        )))
+    }
+
+    /// How many positions of the object at `coords` (of `shape`) lie inside
+    /// the array, per dimension.
+    fn inside(&self, meta: &ArrayMetadata, coords: &[u64], shape: &[u64]) -> Vec<u64> {
+        coords
+            .iter()
+            .zip(shape)
+            .zip(meta.chunk_grid.axes.iter().zip(&meta.shape))
+            .map(|((&c, &len), (axis, &extent))| len.min(extent.saturating_sub(chunk_start(axis, c))))
+            .collect()
+    }
+
+    /// The object's current bytes and what a put must expect; `None` when
+    /// the write covers it (it is replaced whatever it holds).
+    async fn current(&self, object: &Object, covered: bool) -> Result<(Option<Bytes>, Expect)> {
+        if covered {
+            return Ok((None, Expect::Anything));
+        }
+        Ok(match self.store.get(&object.key, ByteRange::All, None).await? {
+            None => (None, Expect::Absent),
+            Some(read) => {
+                let expect = Expect::of(Some(read.info.etag.as_deref()));
+                (Some(read.data), expect)
+            }
+        })
+    }
+
+    async fn write_chunk(&self, object: &Object, codecs: &Arc<CodecChain>) -> Result<WriteOutcome> {
+        let covered = object.unit.runs.iter().zip(&object.inside).all(|(r, &n)| r.covers(n));
+        let (old, expect) = self.current(object, covered).await?;
+        let existed = old.is_some();
+        let (codecs_, body, body_shape, runs) = (
+            codecs.clone(),
+            object.body.clone(),
+            object.body_shape.clone(),
+            object.unit.runs.clone(),
+        );
+        let encoded = blocking(move || {
+            let repr = codecs_.decoded_repr();
+            let mut chunk = match old {
+                Some(old) => codecs_.decode(old)?.to_vec(),
+                None => repr.fill_chunk().to_vec(),
+            };
+            scatter(
+                &body,
+                &body_shape,
+                &mut chunk,
+                &repr.shape,
+                &runs,
+                repr.data_type.size(),
+            );
+            match repr.is_fill(&chunk) {
+                true => Ok(None),
+                false => codecs_.encode(&chunk).map(Some),
+            }
+        })
+        .await?;
+        self.put_or_delete(&object.key, encoded, expect, existed || covered, 1)
+            .await
+    }
+
+    async fn write_shard(
+        &self,
+        object: &Object,
+        sharding: &ShardingCodec,
+        codecs: &Arc<CodecChain>,
+    ) -> Result<WriteOutcome> {
+        let covered = object.unit.runs.iter().zip(&object.inside).all(|(r, &n)| r.covers(n));
+        let (old, expect) = self.current(object, covered).await?;
+        let existed = old.is_some();
+        let count: u64 = sharding.chunks_per_shard().iter().product();
+        let mut chunks: Vec<Option<Bytes>> = match old {
+            None => vec![None; count as usize],
+            Some(shard) => inner_chunks(sharding, shard, count as usize)?,
+        };
+        let inner_shape = sharding.inner_shape().to_vec();
+        let per_dim: Vec<Vec<Run>> = object
+            .unit
+            .runs
+            .iter()
+            .zip(&inner_shape)
+            .map(|(run, &n)| inner_runs(run, n))
+            .collect();
+        let shard_shape = codecs.decoded_repr().shape.clone();
+        let mut touched = Vec::new();
+        for runs in combinations(&per_dim) {
+            let coords: Vec<u64> = runs.iter().map(|r| r.chunk).collect();
+            let inside: Vec<u64> = coords
+                .iter()
+                .zip(&inner_shape)
+                .zip(object.inside.iter().zip(&shard_shape))
+                .map(|((&c, &n), (&shard_inside, _))| n.min(shard_inside.saturating_sub(c * n)))
+                .collect();
+            let covered = runs.iter().zip(&inside).all(|(r, &n)| r.covers(n));
+            let i = sharding.linear_index(&coords);
+            let old = match covered {
+                true => None,
+                false => chunks[i].clone(),
+            };
+            touched.push((i, runs, old));
+        }
+        let inner = sharding.inner_codecs().clone();
+        let (body, body_shape) = (object.body.clone(), object.body_shape.clone());
+        let results = blocking(move || {
+            touched
+                .into_iter()
+                .map(|(i, runs, old)| {
+                    let repr: &ChunkRepr = inner.decoded_repr();
+                    let mut chunk = match old {
+                        Some(old) => inner.decode(old)?.to_vec(),
+                        None => repr.fill_chunk().to_vec(),
+                    };
+                    scatter(
+                        &body,
+                        &body_shape,
+                        &mut chunk,
+                        &repr.shape,
+                        &runs,
+                        repr.data_type.size(),
+                    );
+                    let encoded = match repr.is_fill(&chunk) {
+                        true => None,
+                        false => Some(inner.encode(&chunk)?),
+                    };
+                    Ok((i, encoded))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .await?;
+        let mut outcome = WriteOutcome::default();
+        for (i, encoded) in results {
+            match (&chunks[i], &encoded) {
+                (_, Some(_)) => outcome.chunks_written += 1,
+                (Some(_), None) => outcome.chunks_deleted += 1,
+                (None, None) => {}
+            }
+            chunks[i] = encoded;
+        }
+        let shard = match chunks.iter().all(Option::is_none) {
+            true => None,
+            false => Some(Bytes::from(sharding.assemble(&chunks)?)),
+        };
+        let object_outcome = self
+            .put_or_delete(&object.key, shard, expect, existed || covered, 0)
+            .await?;
+        Ok(WriteOutcome {
+            chunks_written: outcome.chunks_written,
+            chunks_deleted: outcome.chunks_deleted,
+            ..object_outcome
+        })
+    }
+
+    /// Put `encoded` at `key` as `expect` says, or with nothing to store,
+    /// delete what `may_exist`; `chunks` is how many chunks the object is
+    /// (1 for a chunk; a shard counts its inner chunks itself).
+    async fn put_or_delete(
+        &self,
+        key: &str,
+        encoded: Option<Bytes>,
+        expect: Expect,
+        may_exist: bool,
+        chunks: u64,
+    ) -> Result<WriteOutcome> {
+        let mut outcome = WriteOutcome {
+            keys: vec![key.to_string()],
+            ..WriteOutcome::default()
+        };
+        match encoded {
+            Some(bytes) => {
+                outcome.bytes_written = bytes.len() as u64;
+                self.store.put(key, bytes, expect).await?;
+                outcome.objects_written = 1;
+                outcome.chunks_written = chunks;
+            }
+            None if may_exist => {
+                // Only a chunk read or covered here may have been stored.
+                let existed = match &expect {
+                    Expect::Anything => self.store.head(key).await?.is_some(),
+                    _ => true,
+                };
+                if existed {
+                    self.store.delete(key, expect).await?;
+                    outcome.objects_deleted = 1;
+                    outcome.chunks_deleted = chunks;
+                }
+            }
+            None => outcome.keys.clear(),
+        }
+        Ok(outcome)
+    }
+
+    /// Drop from this process's caches what a write under `path` may have
+    /// changed: the dataset's nodes (their coordinates and renderings) and
+    /// colour ranges. Chunk and shard caches are keyed by the objects'
+    /// versions, which the write changed.
+    async fn forget_written(&self, _path: &str) {
+        let caches = &self.resources.caches;
+        let scope = self.scope.clone();
+        let stale: Vec<_> = caches
+            .nodes
+            .iter()
+            .filter(|(k, _)| k.0 == scope)
+            .map(|(k, _)| k)
+            .collect();
+        for key in stale {
+            caches.nodes.invalidate(&*key).await;
+        }
+        caches.colour_ranges.invalidate_all();
+    }
+}
+
+/// What [`Dataset::write_unit`] writes.
+struct Object {
+    key: String,
+    body: Bytes,
+    body_shape: Vec<u64>,
+    /// Positions of the object inside the array, per dimension.
+    inside: Vec<u64>,
+    unit: Unit,
+}
+
+/// The encoded inner chunks of a shard, in index order.
+fn inner_chunks(sharding: &ShardingCodec, shard: Bytes, count: usize) -> Result<Vec<Option<Bytes>>> {
+    let size = shard.len() as u64;
+    let range = sharding.index_range(size);
+    if (range.end - range.start) as usize != sharding.index_size() {
+        return Err(crate::engine::error::corrupt(format!(
+            "shard of {size} bytes is too short for its index"
+        )));
+    }
+    let index = sharding.decode_index(shard.slice(range.start as usize..range.end as usize), size)?;
+    Ok((0..count)
+        .map(|i| {
+            index
+                .chunk_range(i)
+                .map(|r| shard.slice(r.start as usize..r.end as usize))
+        })
+        .collect())
+}
+
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::Internal(format!("a write's encoding failed: {e}")))?
+}

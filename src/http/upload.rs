@@ -1,0 +1,453 @@
+//! Request bodies of writes (api.md 4.2): received whole before anything
+//! is written (in memory up to `slab_bytes`, then spooled to an unnamed
+//! file in `write_spool_dir` that is gone with the request), then read as
+//! the region's elements by their `Content-Type`: the elements as
+//! `format=binary` sends them, a `.npy` file, or JSON nested lists.
+
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, StatusCode};
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use super::problem::ApiError;
+use crate::engine::{DataType, InMemory, RegionBody};
+
+/// How much a body may be, and where large ones go.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// `max_request_bytes`: larger is 413.
+    pub(crate) max: u64,
+    /// Bodies larger than this are spooled to disk (`slab_bytes`); JSON
+    /// bodies larger than this are 413 (parsed in memory).
+    pub(crate) in_memory: u64,
+    /// `write_spool_dir`.
+    pub(crate) spool_dir: PathBuf,
+}
+
+/// A body received whole.
+#[derive(Debug, Clone)]
+pub(crate) enum Upload {
+    Memory(Bytes),
+    /// An unnamed file (removed by the system once closed) and its length.
+    File(Arc<std::fs::File>, u64),
+}
+
+impl Upload {
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Upload::Memory(b) => b.len() as u64,
+            Upload::File(_, len) => *len,
+        }
+    }
+
+    /// `len` bytes from `offset` (the caller keeps inside the body).
+    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Bytes> {
+        match self {
+            Upload::Memory(b) => Ok(b.slice(offset as usize..offset as usize + len)),
+            Upload::File(file, _) => {
+                let mut buf = vec![0u8; len];
+                file.read_exact_at(&mut buf, offset)?;
+                Ok(Bytes::from(buf))
+            }
+        }
+    }
+}
+
+fn too_large(limit: u64) -> ApiError {
+    ApiError::Rejected(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body is larger than max_request_bytes = {limit}; nothing was written"),
+    )
+}
+
+fn cut_short(e: impl std::fmt::Display) -> ApiError {
+    ApiError::BadRequest(format!(
+        "the request body could not be received whole ({e}); nothing was written"
+    ))
+}
+
+/// Receive `body` whole: 413 above `limits.max` (at once when
+/// `Content-Length` says so), 400 when it ends early.
+pub(crate) async fn receive(body: Body, headers: &HeaderMap, limits: &Limits) -> Result<Upload, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max) {
+        return Err(too_large(limits.max));
+    }
+    let mut body = body;
+    let mut memory = BytesMut::new();
+    let mut spool: Option<(tokio::fs::File, Arc<std::fs::File>)> = None;
+    let mut total = 0u64;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(cut_short)?.into_data() else {
+            continue;
+        };
+        total += data.len() as u64;
+        if total > limits.max {
+            return Err(too_large(limits.max));
+        }
+        memory.extend_from_slice(&data);
+        if spool.is_none() && total > limits.in_memory {
+            spool = Some(spool_file(&limits.spool_dir).await?);
+        }
+        if let Some((file, _)) = &mut spool {
+            if memory.len() >= 1 << 20 {
+                file.write_all(&memory).await.map_err(spool_failed)?;
+                memory.clear();
+            }
+        }
+    }
+    if declared.is_some_and(|n| n != total) {
+        return Err(cut_short(format!("{total} of {} bytes", declared.unwrap_or(0))));
+    }
+    match spool {
+        None => Ok(Upload::Memory(memory.freeze())),
+        Some((mut file, shared)) => {
+            file.write_all(&memory).await.map_err(spool_failed)?;
+            file.flush().await.map_err(spool_failed)?;
+            Ok(Upload::File(shared, total))
+        }
+    }
+}
+
+async fn spool_file(dir: &std::path::Path) -> Result<(tokio::fs::File, Arc<std::fs::File>), ApiError> {
+    let dir = dir.to_path_buf();
+    let file = tokio::task::spawn_blocking(move || tempfile::tempfile_in(dir))
+        .await
+        .map_err(|e| spool_failed(std::io::Error::other(e)))?
+        .map_err(spool_failed)?;
+    let writer = file.try_clone().map_err(spool_failed)?;
+    Ok((tokio::fs::File::from_std(writer), Arc::new(file)))
+}
+
+fn spool_failed(e: std::io::Error) -> ApiError {
+    tracing::error!(error = %e, "cannot spool a request body to write_spool_dir");
+    ApiError::Rejected(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("the request body could not be spooled to disk ({e}); nothing was written"),
+    )
+}
+
+/// The forms a write's body may take, by `Content-Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `application/octet-stream`: elements as `format=binary` sends them.
+    Binary,
+    /// `application/x-npy`.
+    Npy,
+    /// `application/json`: nested lists as `format=json`'s `data`.
+    Json,
+}
+
+impl Kind {
+    /// The form `Content-Type` names; 415 for any other.
+    pub(crate) fn of(headers: &HeaderMap) -> Result<Self, ApiError> {
+        let given = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        match given.as_deref() {
+            Some("application/octet-stream") => Ok(Kind::Binary),
+            Some("application/x-npy") => Ok(Kind::Npy),
+            Some("application/json") => Ok(Kind::Json),
+            other => Err(ApiError::Rejected(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "a write's body is application/octet-stream, application/x-npy or application/json, not {}",
+                    other.map_or("a body without Content-Type".to_string(), |t| format!("'{t}'"))
+                ),
+            )),
+        }
+    }
+}
+
+/// The region a body must fill: its shape as a read of it answers (no
+/// dimension an integer selects), its shape in the array's rank, and the
+/// element type.
+pub(crate) struct Region<'a> {
+    pub(crate) shape: &'a [u64],
+    pub(crate) rank_shape: &'a [u64],
+    pub(crate) data_type: DataType,
+}
+
+impl Region<'_> {
+    fn elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Bytes of one position along the first dimension of `rank_shape`.
+    fn row_bytes(&self) -> usize {
+        self.rank_shape.iter().skip(1).product::<u64>() as usize * self.data_type.size()
+    }
+
+    fn describe(&self) -> String {
+        format!("{:?} of {}", self.shape, self.data_type.name())
+    }
+}
+
+/// The elements of `upload` (a body of `kind`) for `region`: 400 stating
+/// what was expected and what came when they do not fit it.
+pub(crate) async fn elements(
+    kind: Kind,
+    upload: Upload,
+    region: &Region<'_>,
+    limits: &Limits,
+) -> Result<Arc<dyn RegionBody>, ApiError> {
+    match kind {
+        Kind::Binary => {
+            let expected = region.elements() * region.data_type.size() as u64;
+            if upload.len() != expected {
+                return Err(ApiError::BadRequest(format!(
+                    "the body has {} bytes; the region {} takes {expected} ({} elements of {} bytes, little-endian, C order)",
+                    upload.len(),
+                    region.describe(),
+                    region.elements(),
+                    region.data_type.size()
+                )));
+            }
+            Ok(Arc::new(Elements::new(upload, 0, region, 1)))
+        }
+        Kind::Npy => npy(upload, region),
+        Kind::Json => {
+            if upload.len() > limits.in_memory {
+                return Err(ApiError::Rejected(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "a JSON body may be at most slab_bytes = {} bytes; send larger regions as application/octet-stream or application/x-npy",
+                        limits.in_memory
+                    ),
+                ));
+            }
+            let data = upload.read_at(0, upload.len() as usize).map_err(cut_short)?;
+            let value: Value = serde_json::from_slice(&data)
+                .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
+            json(&value, region)
+        }
+    }
+}
+
+/// Elements read from an upload, from `offset`, byte order swapped in
+/// units of `swap` bytes (1: as they are).
+struct Elements {
+    upload: Upload,
+    offset: u64,
+    row_bytes: usize,
+    swap: usize,
+}
+
+impl Elements {
+    fn new(upload: Upload, offset: u64, region: &Region<'_>, swap: usize) -> Self {
+        Self {
+            upload,
+            offset,
+            row_bytes: region.row_bytes(),
+            swap,
+        }
+    }
+}
+
+impl RegionBody for Elements {
+    fn rows(&self, rows: Range<u64>) -> std::io::Result<Bytes> {
+        let start = self.offset + rows.start * self.row_bytes as u64;
+        let data = self
+            .upload
+            .read_at(start, (rows.end - rows.start) as usize * self.row_bytes)?;
+        if self.swap <= 1 {
+            return Ok(data);
+        }
+        let mut swapped = data.to_vec();
+        for unit in swapped.chunks_exact_mut(self.swap) {
+            unit.reverse();
+        }
+        Ok(Bytes::from(swapped))
+    }
+}
+
+/// One element filling the whole region.
+struct Repeated {
+    element: Vec<u8>,
+    row_bytes: usize,
+}
+
+impl RegionBody for Repeated {
+    fn rows(&self, rows: Range<u64>) -> std::io::Result<Bytes> {
+        let count = (rows.end - rows.start) as usize * self.row_bytes / self.element.len().max(1);
+        Ok(Bytes::from(self.element.repeat(count)))
+    }
+}
+
+/// A `.npy` body (versions 1 to 3) whose dtype is the array's in either
+/// byte order, of the region's shape (or a scalar filling it).
+fn npy(upload: Upload, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiError> {
+    let bad = |what: String| ApiError::BadRequest(format!("the .npy body {what}"));
+    let head = upload
+        .read_at(0, upload.len().min(64 << 10) as usize)
+        .map_err(cut_short)?;
+    if head.len() < 10 || &head[..6] != b"\x93NUMPY" {
+        return Err(bad("does not start with the .npy magic string".into()));
+    }
+    let (len_bytes, start) = match head[6] {
+        1 => (2, 10),
+        2 | 3 => (4, 12),
+        v => return Err(bad(format!("has format version {v}; versions 1 to 3 are read"))),
+    };
+    let header_len = match len_bytes {
+        2 => u16::from_le_bytes([head[8], head[9]]) as usize,
+        _ if head.len() >= 12 => u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize,
+        _ => return Err(bad("is cut short in its header".into())),
+    };
+    let header = head
+        .get(start..start + header_len)
+        .ok_or_else(|| bad("is cut short in its header".into()))?;
+    let header = std::str::from_utf8(header).map_err(|_| bad("has a header that is not text".into()))?;
+    let descr = dict_field(header, "descr").ok_or_else(|| bad(format!("header has no 'descr': {header}")))?;
+    let descr = descr.trim_matches(|c| c == '\'' || c == '"');
+    let fortran = dict_field(header, "fortran_order").ok_or_else(|| bad("header has no 'fortran_order'".into()))?;
+    let shape_text = dict_field(header, "shape").ok_or_else(|| bad("header has no 'shape'".into()))?;
+    let shape: Vec<u64> = shape_text
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad(format!("has shape {shape_text}")))?;
+    let data_type = region.data_type;
+    let expected = data_type.numpy_dtype().unwrap_or_default();
+    let (order, rest) = expected.split_at(1.min(expected.len()));
+    let swap = match descr.split_at(1.min(descr.len())) {
+        (o, r) if r == rest && (o == order || (data_type.swap_unit() == 1 && "<>|".contains(o))) => 1,
+        (">", r) if r == rest => data_type.swap_unit(),
+        _ => {
+            return Err(bad(format!(
+                "has dtype '{descr}'; the array's is '{expected}' (either byte order)"
+            )))
+        }
+    };
+    if fortran.trim() == "True" && shape.iter().filter(|&&n| n > 1).count() > 1 {
+        return Err(bad(
+            "is in Fortran order; send it in C order (numpy.ascontiguousarray)".into()
+        ));
+    }
+    let offset = (start + header_len) as u64;
+    let count: u64 = shape.iter().product();
+    let data_len = upload.len().saturating_sub(offset);
+    if data_len != count * data_type.size() as u64 {
+        return Err(bad(format!(
+            "holds {data_len} bytes of data; its header says {count} elements of {} bytes",
+            data_type.size()
+        )));
+    }
+    if shape.is_empty() {
+        let mut element = upload.read_at(offset, data_type.size()).map_err(cut_short)?.to_vec();
+        if swap > 1 {
+            for unit in element.chunks_exact_mut(swap) {
+                unit.reverse();
+            }
+        }
+        return Ok(Arc::new(Repeated {
+            element,
+            row_bytes: region.row_bytes(),
+        }));
+    }
+    if shape != region.shape {
+        return Err(bad(format!("has shape {shape:?}; the region is {}", region.describe())));
+    }
+    Ok(Arc::new(Elements::new(upload, offset, region, swap)))
+}
+
+/// The text of `field`'s value in a `.npy` header (a Python dict literal).
+fn dict_field<'h>(header: &'h str, field: &str) -> Option<&'h str> {
+    let at = header.find(&format!("'{field}'"))? + field.len() + 2;
+    let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
+    let end = match rest.chars().next()? {
+        '(' => rest.find(')')? + 1,
+        q @ ('\'' | '"') => rest[1..].find(q)? + 2,
+        _ => rest.find([',', '}']).unwrap_or(rest.len()),
+    };
+    Some(&rest[..end])
+}
+
+/// A JSON body: nested lists of the region's shape, or one value filling it.
+fn json(value: &Value, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiError> {
+    let data_type = region.data_type;
+    if !region.shape.is_empty() && !value.is_array() {
+        let element = element(value, data_type, &[])?;
+        return Ok(Arc::new(Repeated {
+            element,
+            row_bytes: region.row_bytes(),
+        }));
+    }
+    let mut out = Vec::with_capacity(region.elements() as usize * data_type.size());
+    let mut at = Vec::new();
+    walk(value, region.shape, data_type, &mut at, &mut out)?;
+    Ok(Arc::new(InMemory::new(Bytes::from(out), region.row_bytes())))
+}
+
+fn walk(
+    value: &Value,
+    shape: &[u64],
+    data_type: DataType,
+    at: &mut Vec<usize>,
+    out: &mut Vec<u8>,
+) -> Result<(), ApiError> {
+    let Some((&n, inner)) = shape.split_first() else {
+        out.extend(element(value, data_type, at)?);
+        return Ok(());
+    };
+    let items = value.as_array().filter(|a| a.len() as u64 == n).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "the JSON body at {at:?} is {}; expected a list of {n} (the region's shape)",
+            describe(value)
+        ))
+    })?;
+    for (i, item) in items.iter().enumerate() {
+        at.push(i);
+        walk(item, inner, data_type, at, out)?;
+        at.pop();
+    }
+    Ok(())
+}
+
+fn element(value: &Value, data_type: DataType, at: &[usize]) -> Result<Vec<u8>, ApiError> {
+    data_type.fill_value_from_json(value).map_err(|_| {
+        ApiError::BadRequest(format!(
+            "the JSON body's element at {at:?} is {}: not a value of {}",
+            describe(value),
+            data_type.name()
+        ))
+    })
+}
+
+fn describe(value: &Value) -> String {
+    let text = value.to_string();
+    match text.len() > 40 {
+        true => format!("{}...", &text[..text.floor_char_boundary(40)]),
+        false => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_headers_are_read() {
+        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }";
+        assert_eq!(dict_field(header, "descr"), Some("'<f4'"));
+        assert_eq!(dict_field(header, "fortran_order"), Some("False"));
+        assert_eq!(dict_field(header, "shape"), Some("(3, 4)"));
+        let scalar = "{'descr': '>i8', 'fortran_order': True, 'shape': (), }";
+        assert_eq!(dict_field(scalar, "shape"), Some("()"));
+        assert_eq!(dict_field(scalar, "fortran_order"), Some("True"));
+    }
+}

@@ -1,0 +1,126 @@
+//! Writes to Zarr stores (api.md 4.2): region `PUT`s. The handler checks
+//! the dataset takes writes and the caller's `write` grant, plans the
+//! region as a read of it would be planned, receives the body whole and
+//! checks it against the region, checks `If-Match` against the region's
+//! binary ETag, then hands the elements to the engine.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::conditional::if_match;
+use super::data::binary_etag;
+use super::problem::ApiError;
+use super::query::{unknown_parameter, Query};
+use super::upload::{self, Kind, Region};
+use super::AppState;
+use crate::engine::{Error, RegionWrite};
+use crate::identity::Caller;
+
+/// What a data route allows on a dataset that takes no writes.
+const READ_METHODS: &str = "GET, HEAD, POST";
+
+/// The query parameters a region write takes.
+const WRITE_PARAMETERS: [&str; 3] = ["select", "sel", "sel_method"];
+
+/// `PUT /v1/datasets/{ds}/data`: a write to the root array.
+pub(super) async fn region_root(
+    state: State<Arc<AppState>>,
+    caller: Caller,
+    Path(ds): Path<String>,
+    query: RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    write_region(&state, &caller, &ds, "", query.0.as_deref(), &headers, body).await
+}
+
+/// `PUT /v1/datasets/{ds}/data/{path}?select=SEL`: write a region.
+pub(super) async fn region(
+    state: State<Arc<AppState>>,
+    caller: Caller,
+    Path((ds, path)): Path<(String, String)>,
+    query: RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    write_region(&state, &caller, &ds, &path, query.0.as_deref(), &headers, body).await
+}
+
+async fn write_region(
+    state: &AppState,
+    caller: &Caller,
+    ds: &str,
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let dataset = state.writable(ds, caller, READ_METHODS)?;
+    for (key, _) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if !WRITE_PARAMETERS.contains(&key.as_ref()) {
+            return Err(unknown_parameter(&key, &WRITE_PARAMETERS));
+        }
+    }
+    let query = Query::from_query_string(query)?;
+    let kind = Kind::of(headers)?;
+    let plan = dataset.plan_query(path, &query.read).await?;
+    let write = RegionWrite::of(&plan)?;
+    let upload = upload::receive(body, headers, &state.uploads).await?;
+    let body_bytes = upload.len();
+    let (shape, rank_shape) = (plan.output_shape(), write.region_shape());
+    let region = Region {
+        shape: &shape,
+        rank_shape: &rank_shape,
+        data_type: write.data_type(),
+    };
+    let elements = upload::elements(kind, upload, &region, &state.uploads).await?;
+    if headers.contains_key(header::IF_MATCH) {
+        let now = binary_etag(state, dataset, &plan).await?;
+        if !if_match(headers, &now) {
+            return Err(ApiError::Engine(Error::PreconditionFailed(format!(
+                "the region's ETag is now {now}, not what If-Match names; nothing was written"
+            ))));
+        }
+    }
+    let outcome = dataset.write_region(&write, elements, &state.write_options).await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            tracing::warn!(principal = %caller, dataset = ds, path, error = %e, "write failed");
+            return Err(e.into());
+        }
+    };
+    state
+        .metrics
+        .write_done(ds, body_bytes, outcome.objects_written, outcome.objects_deleted);
+    tracing::info!(
+        principal = %caller,
+        dataset = ds,
+        path,
+        selection = %plan.selection_key(),
+        bytes = body_bytes,
+        objects_written = outcome.objects_written,
+        objects_deleted = outcome.objects_deleted,
+        "write"
+    );
+    let etag = binary_etag(state, dataset, &plan).await?;
+    let answer = json!({
+        "etag": etag,
+        "chunks_written": outcome.chunks_written,
+        "chunks_deleted": outcome.chunks_deleted,
+        "objects_written": outcome.objects_written,
+    });
+    let mut response = (StatusCode::OK, axum::Json(answer)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}

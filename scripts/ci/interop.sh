@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
 ensure_fixtures
-cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test formats --test edr
+cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test formats --test edr --test writes
 step "interop: the service over HTTP: zarr-python through the passthrough, numpy.load, schemathesis"
 ensure_server_binary
 start_server "$ZARR_FIXTURES/data.zarr"
@@ -21,6 +21,9 @@ step "interop: Icechunk repositories and kerchunk references written by icechunk
 ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk
 step "interop: identity against a real OpenID provider (node-oidc-provider): grants, bad tokens, rotation, an issuer down, 429s"
 ZS_SERVER_BIN=$SERVER_BIN OIDC_PROVIDER_MODULES=$ROOT/.cache/oidc/node_modules "$PY" -m pytest -q -p no:cacheprovider tests/identity
+step "interop: writes (api.md 4.2) read back by zarr-python 3, tensorstore and zarr-python 2.18; mixed writers, bad input, 16 writers in one shard, kill -9 mid-write"
+ZS_SERVER_BIN=$SERVER_BIN "$PY" -m pytest -q -p no:cacheprovider tests/writes
+ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q -p no:cacheprovider tests/writes/test_zarr2.py
 step "interop: the Zarr v2 view read by zarr-python 2.18 and xarray"
 "${ZS_VENV_ZARR2:-$ROOT/.venv-zarr2}/bin/python" -m pytest -q tests/python/test_v2_view.py tests/python/test_codecs_http.py
 PATH=$VENV/bin:$PATH bash tests/python/run_schemathesis.sh "$TEST_SERVER_URL"

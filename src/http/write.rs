@@ -122,5 +122,7 @@ async fn write_region(
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The ETag is the region's binary one: no coding may be added to it.
+    response.extensions_mut().insert(super::Uncompressed);
     Ok(response)
 }

@@ -362,6 +362,12 @@ impl Dataset {
             None => vec![None; count as usize],
             Some(shard) => inner_chunks(sharding, shard, count as usize)?,
         };
+        // A covered shard is not read; its index says which inner chunks
+        // were stored (for the count of those the write removes).
+        let stored: Vec<bool> = match covered {
+            true => self.stored_inner(&object.key, sharding, count as usize).await?,
+            false => chunks.iter().map(Option::is_some).collect(),
+        };
         let inner_shape = sharding.inner_shape().to_vec();
         let per_dim: Vec<Vec<Run>> = object
             .unit
@@ -418,10 +424,10 @@ impl Dataset {
         .await?;
         let mut outcome = WriteOutcome::default();
         for (i, encoded) in results {
-            match (&chunks[i], &encoded) {
+            match (stored[i], &encoded) {
                 (_, Some(_)) => outcome.chunks_written += 1,
-                (Some(_), None) => outcome.chunks_deleted += 1,
-                (None, None) => {}
+                (true, None) => outcome.chunks_deleted += 1,
+                (false, None) => {}
             }
             chunks[i] = encoded;
         }
@@ -437,6 +443,24 @@ impl Dataset {
             chunks_deleted: outcome.chunks_deleted,
             ..object_outcome
         })
+    }
+
+    /// Which inner chunks the shard at `key` stores, from its index alone
+    /// (none when it is missing).
+    async fn stored_inner(&self, key: &str, sharding: &ShardingCodec, count: usize) -> Result<Vec<bool>> {
+        let Some(info) = self.store.head(key).await? else {
+            return Ok(vec![false; count]);
+        };
+        let range = sharding.index_range(info.size);
+        let read = self
+            .store
+            .get(key, ByteRange::Bounded(range), info.etag.as_deref())
+            .await?;
+        let Some(read) = read else {
+            return Ok(vec![false; count]);
+        };
+        let index = sharding.decode_index(read.data, info.size)?;
+        Ok((0..count).map(|i| index.chunk_range(i).is_some()).collect())
     }
 
     /// Put `encoded` at `key` as `expect` says, or with nothing to store,

@@ -1,0 +1,289 @@
+"""Writes to Zarr stores (contract 4.2) checked with the libraries people
+write Zarr with. Arrays are made by zarr-python 3 and tensorstore (v3
+sharded and unsharded, v2); the service writes regions into them with
+every body form; zarr-python and tensorstore read them back equal to a
+NumPy model; zarr-python then writes over the service's chunks and the
+service over zarr-python's (mixed writers). Also: every 4xx of 4.2 leaves
+the store's bytes as they were, 16 concurrent writers into one shard lose
+nothing, 8 concurrent ... and `kill -9` in the middle of a large write
+leaves every shard old or new, never torn.
+
+    ZS_SERVER_BIN=target/ci/zarr-serve .venv-test/bin/python -m pytest tests/writes
+"""
+import hashlib
+import io
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+import tensorstore as ts
+from server import Server
+import zarr
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec, TransposeCodec, ZstdCodec
+
+ROOT = Path(__file__).resolve().parents[2]
+RNG = np.random.default_rng(42)
+
+
+def npy_bytes(array):
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def make_arrays(root):
+    """The arrays the tests write into, by name: (zarr path, dtype)."""
+    group = zarr.open_group(str(root), mode="w")
+    arrays = {}
+    a = group.create_array("sharded_zstd", shape=(100, 120), chunks=(10, 20), shards=(50, 60), dtype="float32",
+                           compressors=ZstdCodec(level=3), fill_value=np.nan)
+    a[:60, :] = RNG.random((60, 120), dtype=np.float32)
+    b = group.create_array("blosc_transposed", shape=(37, 23), chunks=(8, 6), dtype="int16",
+                           filters=[TransposeCodec(order=(1, 0))],
+                           compressors=BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle"), fill_value=-1)
+    b[:] = RNG.integers(-1000, 1000, size=(37, 23), dtype=np.int16)
+    c = zarr.create_array(str(root / "v2_zlib"), shape=(40, 30), chunks=(16, 16), dtype=">f8", zarr_format=2,
+                          compressors=zarr.codecs.numcodecs.Zlib(level=1) if False else None, fill_value=0.0)
+    c[:20] = RNG.random((20, 30))
+    # tensorstore: a sharded uint16 array with a crc32c index, written by it.
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root / "ts_sharded")},
+            "metadata": {"shape": [64, 64], "data_type": "uint16", "fill_value": 7,
+                         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32]}},
+                         "codecs": [{"name": "sharding_indexed", "configuration": {
+                             "chunk_shape": [8, 8],
+                             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                        {"name": "gzip", "configuration": {"level": 4}}],
+                             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                              {"name": "crc32c"}]}}]},
+            "create": True, "delete_existing": True}
+    t = ts.open(spec).result()
+    t[10:50, 5:60].write(RNG.integers(0, 60000, size=(40, 55), dtype=np.uint16)).result()
+    for name in ["sharded_zstd", "blosc_transposed", "v2_zlib", "ts_sharded"]:
+        arrays[name] = name
+    return arrays
+
+
+def zarr_read(root, path):
+    return zarr.open_array(str(root / path), mode="r")[...]
+
+
+def ts_read(root, path):
+    meta = root / path / "zarr.json"
+    driver = "zarr3" if meta.exists() else "zarr"
+    return ts.open({"driver": driver, "kvstore": {"driver": "file", "path": str(root / path)}}).result().read().result()
+
+
+def tree_hash(root):
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def store(tmp_path):
+    root = tmp_path / "data.zarr"
+    make_arrays(root)
+    server = Server(tmp_path, root)
+    yield root, server
+    server.stop()
+
+
+def values(shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return RNG.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return RNG.integers(max(info.min, -30000), min(info.max, 30000), size=shape).astype(dtype)
+
+
+def test_regions_read_back_by_zarr_python_and_tensorstore(store):
+    root, server = store
+    for path in ["sharded_zstd", "blosc_transposed", "v2_zlib", "ts_sharded"]:
+        model = zarr_read(root, path)
+        dtype = model.dtype.newbyteorder("<")
+        # binary: a strided region across chunk (and shard) edges
+        region = (slice(3, 33, 1), slice(1, 22, 3))
+        new = values(model[region].shape, dtype)
+        r = server.put(path, "3:33,1:22:3", new.astype("<" + dtype.str[1:]).tobytes())
+        assert r.status_code == 200, (path, r.text)
+        model[region] = new
+        answer = r.json()
+        assert answer["objects_written"] >= 1 and r.headers["ETag"] == answer["etag"]
+        # npy, big-endian, into another region
+        new2 = values((4, 5), dtype).astype(dtype.newbyteorder(">"))
+        r = server.put(path, "20:24,0:5", npy_bytes(new2), "application/x-npy")
+        assert r.status_code == 200, (path, r.text)
+        model[20:24, 0:5] = new2
+        # JSON: nested lists, then a scalar filling a region
+        new3 = values((2, 3), dtype)
+        r = server.put(path, "30:32,2:5", json.dumps(new3.tolist()), "application/json")
+        assert r.status_code == 200, (path, r.text)
+        model[30:32, 2:5] = new3
+        r = server.put(path, "0,:", "5", "application/json")
+        assert r.status_code == 200, (path, r.text)
+        model[0, :] = 5
+        np.testing.assert_array_equal(zarr_read(root, path), model, err_msg=f"{path}: zarr-python")
+        np.testing.assert_array_equal(ts_read(root, path), model, err_msg=f"{path}: tensorstore")
+        np.testing.assert_array_equal(server.read(path), model, err_msg=f"{path}: the service")
+
+
+def test_fill_value_chunks_are_not_stored_and_empty_shards_deleted(store):
+    root, server = store
+    a = zarr.open_array(str(root / "sharded_zstd"), mode="r")
+    # The first shard (rows 0-49, columns 0-59) holds data; fill it all with NaN.
+    assert (root / "sharded_zstd" / "c" / "0" / "0").exists()
+    r = server.put("sharded_zstd", "0:50,0:60", "\"NaN\"", "application/json")
+    assert r.status_code == 200, r.text
+    assert r.json()["chunks_deleted"] == 15 and r.json()["chunks_written"] == 0
+    assert not (root / "sharded_zstd" / "c" / "0" / "0").exists(), "an empty shard is deleted"
+    assert np.isnan(a[0:50, 0:60]).all()
+    # Part of a shard: its inner chunks that become fill are left out of it.
+    r = server.put("sharded_zstd", "50:60,0:20", "\"NaN\"", "application/json")
+    assert r.status_code == 200, r.text
+    assert r.json()["chunks_deleted"] == 1, r.text
+    # An unsharded chunk all fill value is deleted.
+    chunk = root / "blosc_transposed" / "c" / "0" / "0"
+    assert chunk.exists()
+    r = server.put("blosc_transposed", "0:8,0:6", "-1", "application/json")
+    assert r.status_code == 200 and r.json()["chunks_deleted"] == 1, r.text
+    assert not chunk.exists()
+    assert (zarr_read(root, "blosc_transposed")[0:8, 0:6] == -1).all()
+
+
+def test_mixed_writers(store):
+    root, server = store
+    path = "ts_sharded"
+    model = zarr_read(root, path)
+    new = values((20, 20), "uint16")
+    assert server.put(path, "0:20,0:20", new.tobytes()).status_code == 200
+    model[0:20, 0:20] = new
+    # zarr-python writes over part of what the service wrote (and its shard)
+    a = zarr.open_array(str(root / path), mode="r+")
+    theirs = values((10, 30), "uint16")
+    a[5:15, 10:40] = theirs
+    model[5:15, 10:40] = theirs
+    # the service writes over zarr-python's chunks again
+    mine = values((4, 4), "uint16")
+    assert server.put(path, "12:16,36:40", mine.tobytes()).status_code == 200
+    model[12:16, 36:40] = mine
+    np.testing.assert_array_equal(zarr_read(root, path), model)
+    np.testing.assert_array_equal(ts_read(root, path), model)
+    np.testing.assert_array_equal(server.read(path), model)
+
+
+def test_bad_writes_change_nothing(store):
+    root, server = store
+    before = tree_hash(root)
+    f32 = np.zeros((2, 2), dtype="<f4").tobytes()
+    cases = [
+        (server.put("sharded_zstd", "0:2,0:2", f32[:-1]), 400),  # short body
+        (server.put("sharded_zstd", "0:2,0:2", npy_bytes(np.zeros((2, 2), "<f8")), "application/x-npy"), 400),
+        (server.put("sharded_zstd", "0:2,0:2", npy_bytes(np.zeros((2, 3), "<f4")), "application/x-npy"), 400),
+        (server.put("sharded_zstd", "0:2,0:2", b"\x93NUMPY garbage", "application/x-npy"), 400),
+        (server.put("sharded_zstd", "0:2,0:2", "[[1, 2], [3]]", "application/json"), 400),
+        (server.put("sharded_zstd", "0:2,0:2", "[[1, 2], [3, \"x\"]]", "application/json"), 400),
+        (server.put("sharded_zstd", "0:2,0:2", f32, "text/csv"), 415),
+        (server.put("sharded_zstd", "0:2,0:2", f32, ""), 415),
+        (server.put("sharded_zstd", "[0,1],0:2", f32), 400),  # an index list
+        (server.put("sharded_zstd", "0:4:-1,0:2", f32), 400),  # a negative step
+        (server.put("sharded_zstd", "0:2,0:200", f32), 400),  # wrong size for the clamped region
+        (server.put("sharded_zstd", "0:2,0:2", f32, ds="ro"), 405),
+        (server.put("nope", "0:2", f32), 404),
+        (requests.put(f"{server.url}/v1/datasets/w/data/sharded_zstd?select=0:2,0:2&format=npy", data=f32,
+                      headers={"Content-Type": "application/octet-stream"}), 400),
+        (server.put("sharded_zstd", "0:2,0:2", f32, headers={"If-Match": '"0123456789abcdef0123456789abcdef"'}), 412),
+        (server.put("sharded_zstd", ":,:", np.zeros((2048, 4097), "<f8").tobytes()), 413),
+    ]
+    for response, status in cases:
+        assert response.status_code == status, (status, response.status_code, response.text)
+        assert response.headers["Content-Type"].startswith("application/problem+json")
+    assert cases[11][0].headers["Allow"] == "GET, HEAD, POST"
+    assert tree_hash(root) == before, "a refused write changed the store"
+
+
+def test_if_match_names_the_region_read(store):
+    root, server = store
+    etag = requests.get(f"{server.url}/v1/datasets/w/data/v2_zlib", params={"select": "0:2,0:2", "format": "binary"})
+    etag = etag.headers["ETag"]
+    body = np.ones((2, 2), "<f8").tobytes()
+    r = server.put("v2_zlib", "0:2,0:2", body, headers={"If-Match": etag})
+    assert r.status_code == 200, r.text
+    assert r.json()["etag"] != etag
+    r = server.put("v2_zlib", "0:2,0:2", body, headers={"If-Match": etag})
+    assert r.status_code == 412, "the region changed since that ETag"
+
+
+def test_concurrent_writers_to_one_shard_lose_nothing(store):
+    root, server = store
+    path = "ts_sharded"
+    model = zarr_read(root, path)
+    cells = [(i, j) for i in range(0, 32, 2) for j in (3, 17)][:16]  # 16 cells of shard (0, 0)
+
+    def write(cell):
+        i, j = cell
+        value = np.array([[1000 + i * 10 + j]], dtype="<u2")
+        r = server.put(path, f"{i}:{i + 1},{j}:{j + 1}", value.tobytes())
+        assert r.status_code == 200, r.text
+        return cell, value[0, 0]
+
+    with ThreadPoolExecutor(16) as pool:
+        for (i, j), v in pool.map(write, cells):
+            model[i, j] = v
+    np.testing.assert_array_equal(zarr_read(root, path), model)
+
+
+def test_kill_9_mid_write_leaves_every_shard_old_or_new(tmp_path):
+    root = tmp_path / "data.zarr"
+    group = zarr.open_group(str(root), mode="w")
+    big = group.create_array("big", shape=(4096, 2048), chunks=(64, 256), shards=(256, 2048), dtype="float32",
+                             compressors=ZstdCodec(level=3), fill_value=0)
+    old = RNG.random((4096, 2048), dtype=np.float32)
+    big[:] = old
+    new = RNG.random((4096, 2048), dtype=np.float32)
+    server = Server(tmp_path, root, extra="read_concurrency = 2")
+    shards = sorted((root / "big" / "c").rglob("*"))
+    shards = [p for p in shards if p.is_file()]
+    stamps = {p: p.stat().st_mtime_ns for p in shards}
+    done = threading.Event()
+
+    def put():
+        try:
+            server.put("big", ":,:", new.tobytes())
+        except requests.RequestException:
+            pass
+        done.set()
+
+    thread = threading.Thread(target=put)
+    thread.start()
+    # Wait until the write has replaced some shards but not all, then kill.
+    deadline = time.time() + 60
+    while time.time() < deadline and not done.is_set():
+        changed = sum(1 for p in shards if p.stat().st_mtime_ns != stamps[p])
+        if changed >= 2:
+            break
+        time.sleep(0.005)
+    server.stop(kill=True)
+    thread.join()
+    a = zarr.open_array(str(root / "big"), mode="r")
+    kinds = []
+    for s in range(16):
+        rows = slice(s * 256, (s + 1) * 256)
+        got = a[rows, :]
+        if np.array_equal(got, old[rows]):
+            kinds.append("old")
+        elif np.array_equal(got, new[rows]):
+            kinds.append("new")
+        else:
+            pytest.fail(f"shard {s} is neither old nor new after kill -9")
+    leftovers = [p for p in (root / "big").rglob("*.partial")]
+    print("after kill -9:", "".join(k[0] for k in kinds), "leftover temporary files:", len(leftovers))
+    assert "new" in kinds, "the kill came before any shard was replaced"

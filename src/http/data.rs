@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
@@ -35,8 +36,12 @@ pub(super) async fn read_root(
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
+    if method == Method::POST && super::write::appends(query.as_deref()) {
+        return super::write::append(&state, &caller, &ds, "", query.as_deref(), &headers, body).await;
+    }
+    let body = small_body(body).await?;
     let query = parse(query.as_deref(), &method, &body)?;
     region(&state, &caller, &ds, "", query, &method, &headers).await
 }
@@ -50,10 +55,25 @@ pub(super) async fn read(
     RawQuery(query): RawQuery,
     method: Method,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
+    if method == Method::POST && super::write::appends(query.as_deref()) {
+        return super::write::append(&state, &caller, &ds, &path, query.as_deref(), &headers, body).await;
+    }
+    let body = small_body(body).await?;
     let query = parse(query.as_deref(), &method, &body)?;
     region(&state, &caller, &ds, &path, query, &method, &headers).await
+}
+
+/// A read's body (a POST's selection or points), at most 1 MiB.
+async fn small_body(body: Body) -> Result<Bytes, ApiError> {
+    let limit = super::middleware::MAX_BODY_BYTES;
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        ApiError::Rejected(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {limit} bytes, or was cut short"),
+        )
+    })
 }
 
 /// The query string, and for a POST the body.

@@ -288,6 +288,32 @@ impl RegionBody for Repeated {
 /// A `.npy` body (versions 1 to 3) whose dtype is the array's in either
 /// byte order, of the region's shape (or a scalar filling it).
 fn npy(upload: Upload, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiError> {
+    let (swap, shape, offset) = npy_header(&upload, region.data_type)?;
+    let data_type = region.data_type;
+    if shape.is_empty() {
+        let mut element = upload.read_at(offset, data_type.size()).map_err(cut_short)?.to_vec();
+        if swap > 1 {
+            for unit in element.chunks_exact_mut(swap) {
+                unit.reverse();
+            }
+        }
+        return Ok(Arc::new(Repeated {
+            element,
+            row_bytes: region.row_bytes(),
+        }));
+    }
+    if shape != region.shape {
+        return Err(ApiError::BadRequest(format!(
+            "the .npy body has shape {shape:?}; the region is {}",
+            region.describe()
+        )));
+    }
+    Ok(Arc::new(Elements::new(upload, offset, region, swap)))
+}
+
+/// A `.npy` body's header, checked: the byte swap its elements need (1:
+/// none), its shape, and where its data starts.
+fn npy_header(upload: &Upload, data_type: DataType) -> Result<(usize, Vec<u64>, u64), ApiError> {
     let bad = |what: String| ApiError::BadRequest(format!("the .npy body {what}"));
     let head = upload
         .read_at(0, upload.len().min(64 << 10) as usize)
@@ -321,7 +347,6 @@ fn npy(upload: Upload, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiEr
         .map(|s| s.parse::<u64>())
         .collect::<Result<_, _>>()
         .map_err(|_| bad(format!("has shape {shape_text}")))?;
-    let data_type = region.data_type;
     let expected = data_type.numpy_dtype().unwrap_or_default();
     let (order, rest) = expected.split_at(1.min(expected.len()));
     let swap = match descr.split_at(1.min(descr.len())) {
@@ -347,22 +372,83 @@ fn npy(upload: Upload, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiEr
             data_type.size()
         )));
     }
-    if shape.is_empty() {
-        let mut element = upload.read_at(offset, data_type.size()).map_err(cut_short)?.to_vec();
-        if swap > 1 {
-            for unit in element.chunks_exact_mut(swap) {
-                unit.reverse();
+    Ok((swap, shape, offset))
+}
+
+/// The length along `dim` of an append's body (`shape`: the array's, which
+/// the body must equal along every other dimension): 400 when it has none.
+pub(crate) fn free_length(
+    kind: Kind,
+    upload: &Upload,
+    shape: &[u64],
+    dim: usize,
+    data_type: DataType,
+) -> Result<u64, ApiError> {
+    let other: Vec<u64> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| if d == dim { 0 } else { n })
+        .collect();
+    let expected = || format!("{other:?} with any length along dimension {dim}");
+    let count = match kind {
+        Kind::Binary => {
+            let slice = other
+                .iter()
+                .enumerate()
+                .filter(|(d, _)| *d != dim)
+                .map(|(_, n)| n)
+                .product::<u64>()
+                * data_type.size() as u64;
+            match slice > 0 && upload.len() % slice == 0 {
+                true => upload.len() / slice,
+                false => {
+                    return Err(ApiError::BadRequest(format!(
+                        "the body has {} bytes, not a whole number of {slice}-byte slices of {} along dimension {dim}",
+                        upload.len(),
+                        expected()
+                    )))
+                }
             }
         }
-        return Ok(Arc::new(Repeated {
-            element,
-            row_bytes: region.row_bytes(),
-        }));
+        Kind::Npy => {
+            let (_, npy_shape, _) = npy_header(upload, data_type)?;
+            let fits = npy_shape.len() == shape.len()
+                && npy_shape
+                    .iter()
+                    .zip(&other)
+                    .enumerate()
+                    .all(|(d, (a, b))| d == dim || a == b);
+            if !fits {
+                return Err(ApiError::BadRequest(format!(
+                    "the .npy body has shape {npy_shape:?}; an append takes {}",
+                    expected()
+                )));
+            }
+            npy_shape[dim]
+        }
+        Kind::Json => {
+            let data = upload.read_at(0, upload.len() as usize).map_err(cut_short)?;
+            let value: Value = serde_json::from_slice(&data)
+                .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
+            let mut at = &value;
+            for _ in 0..dim {
+                at = at.as_array().and_then(|a| a.first()).unwrap_or(&Value::Null);
+            }
+            match at.as_array() {
+                Some(items) => items.len() as u64,
+                None => {
+                    return Err(ApiError::BadRequest(format!(
+                        "the JSON body is not nested lists of {}",
+                        expected()
+                    )))
+                }
+            }
+        }
+    };
+    if count == 0 {
+        return Err(ApiError::BadRequest("the body appends nothing (length 0)".into()));
     }
-    if shape != region.shape {
-        return Err(bad(format!("has shape {shape:?}; the region is {}", region.describe())));
-    }
-    Ok(Arc::new(Elements::new(upload, offset, region, swap)))
+    Ok(count)
 }
 
 /// The text of `field`'s value in a `.npy` header (a Python dict literal).

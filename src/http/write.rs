@@ -27,6 +27,119 @@ const READ_METHODS: &str = "GET, HEAD, POST";
 /// The query parameters a region write takes.
 const WRITE_PARAMETERS: [&str; 3] = ["select", "sel", "sel_method"];
 
+/// Whether a data route's query asks for an append (`append=DIM`).
+pub(super) fn appends(query: Option<&str>) -> bool {
+    url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, _)| k == "append")
+}
+
+/// `POST /v1/datasets/{ds}/data/{path}?append=DIM`: grow the array along
+/// `DIM` (a name or an index) by the body's length there, and write it.
+pub(super) async fn append(
+    state: &AppState,
+    caller: &Caller,
+    ds: &str,
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let dataset = state.writable(ds, caller, READ_METHODS)?;
+    let mut dim = None;
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "append" if dim.is_none() => dim = Some(value.into_owned()),
+            "append" => {
+                return Err(ApiError::BadRequest(
+                    "query parameter 'append' given more than once".into(),
+                ))
+            }
+            other => return Err(unknown_parameter(other, &["append"])),
+        }
+    }
+    let kind = Kind::of(headers)?;
+    let node = dataset.node(path).await?;
+    let meta = node.array()?;
+    let dim = dimension(
+        dim.as_deref().unwrap_or(""),
+        &meta.shape,
+        meta.dimension_names.as_deref(),
+    )?;
+    let upload = upload::receive(body, headers, &state.uploads).await?;
+    let body_bytes = upload.len();
+    let count = upload::free_length(kind, &upload, &meta.shape, dim, meta.data_type)?;
+    let mut shape = meta.shape.clone();
+    shape[dim] = count;
+    let region = Region {
+        shape: &shape,
+        rank_shape: &shape,
+        data_type: meta.data_type,
+    };
+    let elements = upload::elements(kind, upload, &region, &state.uploads).await?;
+    let appended = match dataset.append(path, dim, count, elements, &state.write_options).await {
+        Ok(appended) => appended,
+        Err(e) => {
+            tracing::warn!(principal = %caller, dataset = ds, path, error = %e, "append failed");
+            return Err(e.into());
+        }
+    };
+    let outcome = &appended.outcome;
+    state
+        .metrics
+        .write_done(ds, body_bytes, outcome.objects_written + 1, outcome.objects_deleted);
+    tracing::info!(
+        principal = %caller,
+        dataset = ds,
+        path,
+        dimension = dim,
+        offset = appended.offset,
+        count,
+        bytes = body_bytes,
+        objects_written = outcome.objects_written + 1,
+        "append"
+    );
+    let answer = json!({
+        "offset": appended.offset,
+        "count": count,
+        "dimension": dim,
+        "shape": appended.shape,
+        "chunks_written": outcome.chunks_written,
+        "chunks_deleted": outcome.chunks_deleted,
+        "objects_written": outcome.objects_written + 1,
+    });
+    Ok(no_store((StatusCode::OK, axum::Json(answer)).into_response()))
+}
+
+/// The dimension `given` names: an index (negative from the end) or one
+/// of the array's dimension names.
+fn dimension(given: &str, shape: &[u64], names: Option<&[Option<String>]>) -> Result<usize, ApiError> {
+    let rank = shape.len() as i64;
+    if let Ok(i) = given.parse::<i64>() {
+        let d = if i < 0 { i + rank } else { i };
+        if (0..rank).contains(&d) {
+            return Ok(d as usize);
+        }
+        return Err(ApiError::BadRequest(format!(
+            "append={given}: the array has {rank} dimensions"
+        )));
+    }
+    names
+        .and_then(|names| names.iter().position(|n| n.as_deref() == Some(given)))
+        .ok_or_else(|| {
+            let known: Vec<&str> = names.unwrap_or_default().iter().flatten().map(String::as_str).collect();
+            ApiError::BadRequest(format!(
+                "append={given}: no such dimension (an index, or one of {known:?})"
+            ))
+        })
+}
+
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response.extensions_mut().insert(super::Uncompressed);
+    response
+}
+
 /// `PUT /v1/datasets/{ds}/data`: a write to the root array.
 pub(super) async fn region_root(
     state: State<Arc<AppState>>,
@@ -115,14 +228,10 @@ async fn write_region(
         "chunks_deleted": outcome.chunks_deleted,
         "objects_written": outcome.objects_written,
     });
-    let mut response = (StatusCode::OK, axum::Json(answer)).into_response();
+    // The ETag is the region's binary one: no coding may be added to it.
+    let mut response = no_store((StatusCode::OK, axum::Json(answer)).into_response());
     if let Ok(value) = HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, value);
     }
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    // The ETag is the region's binary one: no coding may be added to it.
-    response.extensions_mut().insert(super::Uncompressed);
     Ok(response)
 }

@@ -287,3 +287,47 @@ def test_kill_9_mid_write_leaves_every_shard_old_or_new(tmp_path):
     leftovers = [p for p in (root / "big").rglob("*.partial")]
     print("after kill -9:", "".join(k[0] for k in kinds), "leftover temporary files:", len(leftovers))
     assert "new" in kinds, "the kill came before any shard was replaced"
+
+
+def test_appends_get_disjoint_ranges(store):
+    root, server = store
+    group = zarr.open_group(str(root), mode="r+")
+    log = group.create_array("log", shape=(0, 6), chunks=(4, 6), shards=(8, 6), dtype="int32", fill_value=-1,
+                             dimension_names=["time", "sensor"], compressors=ZstdCodec(level=1))
+    rows = {k: np.full((k % 3 + 1, 6), k, dtype="<i4") for k in range(8)}
+
+    def append(k):
+        r = requests.post(f"{server.url}/v1/datasets/w/data/log", params={"append": "time"},
+                          data=rows[k].tobytes(), headers={"Content-Type": "application/octet-stream"}, timeout=60)
+        assert r.status_code == 200, r.text
+        return k, r.json()
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = dict(pool.map(append, range(8)))
+    spans = sorted((a["offset"], a["offset"] + a["count"], k) for k, a in answers.items())
+    assert spans[0][0] == 0
+    for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
+        assert end == start, f"a gap or an overlap between appends: {spans}"
+    total = spans[-1][1]
+    back = zarr.open_array(str(root / "log"), mode="r")
+    assert back.shape == (total, 6)
+    for start, end, k in spans:
+        np.testing.assert_array_equal(back[start:end], rows[k])
+    # npy and JSON bodies, by index; a body of the wrong width is 400 and grows nothing
+    r = requests.post(f"{server.url}/v1/datasets/w/data/log?append=0", data=npy_bytes(np.ones((2, 6), ">i4")),
+                      headers={"Content-Type": "application/x-npy"})
+    assert r.status_code == 200 and r.json()["offset"] == total, r.text
+    r = requests.post(f"{server.url}/v1/datasets/w/data/log?append=-2", data=json.dumps([[9] * 6]),
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()["shape"] == [total + 3, 6], r.text
+    before = tree_hash(root)
+    for params, body in [({"append": "time"}, np.ones((2, 5), "<i4").tobytes()), ({"append": "depth"}, b""),
+                         ({"append": "time", "x": "1"}, b"")]:
+        r = requests.post(f"{server.url}/v1/datasets/w/data/log", params=params, data=body,
+                          headers={"Content-Type": "application/octet-stream"})
+        assert r.status_code == 400, r.text
+    assert tree_hash(root) == before
+    back = zarr.open_array(str(root / "log"), mode="r")
+    np.testing.assert_array_equal(back[total:total + 2], 1)
+    np.testing.assert_array_equal(back[total + 2], 9)
+    np.testing.assert_array_equal(ts_read(root, "log")[...], back[...])

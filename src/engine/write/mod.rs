@@ -9,7 +9,10 @@
 //! The body is taken a chunk row at a time ([`RegionBody::rows`]), so a
 //! write holds one row of chunks of it, not all of it.
 
+mod append;
 mod region;
+
+pub use append::Appended;
 
 use std::ops::Range;
 use std::sync::Arc;

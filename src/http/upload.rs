@@ -399,7 +399,7 @@ pub(crate) fn free_length(
                 .map(|(_, n)| n)
                 .product::<u64>()
                 * data_type.size() as u64;
-            match slice > 0 && upload.len() % slice == 0 {
+            match slice > 0 && upload.len().is_multiple_of(slice) {
                 true => upload.len() / slice,
                 false => {
                     return Err(ApiError::BadRequest(format!(

@@ -98,7 +98,7 @@ impl Dataset {
             shape[dim] = Value::from(offset + count);
             let grown: Vec<u64> = shape.iter().filter_map(Value::as_u64).collect();
             let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
-            bytes.push(b'\n');
+            bytes.extend_from_slice(b"\n");
             let expect = Expect::of(Some(read.info.etag.as_deref()));
             match self.store.put(key, bytes.into(), expect).await {
                 Ok(_) => return Ok((offset, grown)),

@@ -62,7 +62,13 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/v1/datasets", get(nodes::list_datasets))
         .route("/v1/datasets/{ds}/nodes", get(nodes::root_node))
         .route("/v1/datasets/{ds}/nodes/", get(nodes::root_node))
-        .route("/v1/datasets/{ds}/nodes/{*path}", get(nodes::node))
+        .route(
+            "/v1/datasets/{ds}/nodes/{*path}",
+            get(nodes::node)
+                .put(write::create_node)
+                .patch(write::patch_node)
+                .delete(write::delete_node),
+        )
         .route("/v1/datasets/{ds}/refs", get(nodes::refs))
         .route_layer(axum::middleware::from_fn(no_query_parameters));
     let data = Router::new()

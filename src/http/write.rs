@@ -140,6 +140,112 @@ fn no_store(mut response: Response) -> Response {
     response
 }
 
+/// What a node route allows on a dataset that takes no writes.
+const NODE_METHODS: &str = "GET, HEAD";
+
+/// 415 unless the body is JSON (`application/json`, or `merge` also
+/// `application/merge-patch+json`).
+fn require_json_body(headers: &HeaderMap, merge: bool) -> Result<(), ApiError> {
+    let given = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+    match given.as_deref() {
+        Some("application/json") => Ok(()),
+        Some("application/merge-patch+json") if merge => Ok(()),
+        other => Err(ApiError::Rejected(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "the body must be {}, not {}",
+                if merge {
+                    "application/merge-patch+json"
+                } else {
+                    "application/json"
+                },
+                other.unwrap_or("without Content-Type")
+            ),
+        )),
+    }
+}
+
+/// 412 unless `If-Match` (when sent) names the node document's ETag now.
+async fn node_matches(dataset: &crate::engine::Dataset, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+    if !headers.contains_key(header::IF_MATCH) {
+        return Ok(());
+    }
+    dataset.fresh_node(path).await?;
+    let body = super::nodes::document_bytes(dataset, path).await?;
+    let now = super::conditional::strong_etag(&[&body]);
+    match if_match(headers, &now) {
+        true => Ok(()),
+        false => Err(ApiError::Engine(Error::PreconditionFailed(format!(
+            "the node's ETag is now {now}, not what If-Match names; nothing was changed"
+        )))),
+    }
+}
+
+/// The node document as `GET .../nodes/{path}` sends it, with its ETag.
+async fn node_answer(dataset: &crate::engine::Dataset, path: &str, status: StatusCode) -> Result<Response, ApiError> {
+    let body = super::nodes::document_bytes(dataset, path).await?;
+    let etag = super::conditional::strong_etag(&[&body]);
+    let mut response = no_store((status, [(header::CONTENT_TYPE, "application/json")], body).into_response());
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(response)
+}
+
+/// `PUT /v1/datasets/{ds}/nodes/{path}`: create an array or a group.
+pub(super) async fn create_node(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((ds, path)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
+    require_json_body(&headers, false)?;
+    let node = dataset.create_node(&path, &body).await?;
+    state.metrics.write_done(&ds, body.len() as u64, 1, 0);
+    tracing::info!(principal = %caller, dataset = ds, path = node.path, "node created");
+    node_answer(dataset, &path, StatusCode::CREATED).await
+}
+
+/// `PATCH /v1/datasets/{ds}/nodes/{path}`: a merge patch of `attributes`
+/// and `shape`.
+pub(super) async fn patch_node(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((ds, path)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
+    require_json_body(&headers, true)?;
+    let patch: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
+    node_matches(dataset, &path, &headers).await?;
+    dataset.patch_node(&path, &patch, &state.write_options).await?;
+    state.metrics.write_done(&ds, body.len() as u64, 1, 0);
+    tracing::info!(principal = %caller, dataset = ds, path, patch = %patch, "node patched");
+    node_answer(dataset, &path, StatusCode::OK).await
+}
+
+/// `DELETE /v1/datasets/{ds}/nodes/{path}`: the node and everything under it.
+pub(super) async fn delete_node(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((ds, path)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
+    node_matches(dataset, &path, &headers).await?;
+    let removed = dataset.delete_node(&path).await?;
+    state.metrics.write_done(&ds, 0, 0, removed);
+    tracing::info!(principal = %caller, dataset = ds, path, objects_deleted = removed, "node deleted");
+    Ok(no_store(StatusCode::NO_CONTENT.into_response()))
+}
+
 /// `PUT /v1/datasets/{ds}/data`: a write to the root array.
 pub(super) async fn region_root(
     state: State<Arc<AppState>>,

@@ -331,3 +331,74 @@ def test_appends_get_disjoint_ranges(store):
     np.testing.assert_array_equal(back[total:total + 2], 1)
     np.testing.assert_array_equal(back[total + 2], 9)
     np.testing.assert_array_equal(ts_read(root, "log")[...], back[...])
+
+
+def node_url(server, path, ds="w"):
+    return f"{server.url}/v1/datasets/{ds}/nodes/{path}"
+
+
+def test_nodes_are_created_patched_and_deleted(store):
+    root, server = store
+    doc = {"zarr_format": 3, "node_type": "array", "shape": [10, 8], "data_type": "float64",
+           "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+           "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+           "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                           {"name": "zstd", "configuration": {"level": 3, "checksum": False}}],
+           "attributes": {"units": "K", "keep": 1}, "dimension_names": ["y", "x"]}
+    r = requests.put(node_url(server, "new/deep/temp"), json=doc)
+    assert r.status_code == 201, r.text
+    assert r.json()["shape"] == [10, 8] and r.headers["ETag"]
+    assert zarr.open_group(str(root / "new"), mode="r").attrs is not None, "a missing parent became a group"
+    a = zarr.open_array(str(root / "new" / "deep" / "temp"), mode="r")
+    assert a.shape == (10, 8) and np.isnan(a[...]).all()
+    # create-only; unreadable metadata; under an array
+    assert requests.put(node_url(server, "new/deep/temp"), json=doc).status_code == 409
+    before = tree_hash(root)
+    bad = dict(doc, data_type="float99")
+    assert requests.put(node_url(server, "other"), json=bad).status_code in (400, 501)
+    assert requests.put(node_url(server, "other"), json={"zarr_format": 3}).status_code == 400
+    assert requests.put(node_url(server, "other"), data="{", headers={"Content-Type": "application/json"}).status_code == 400
+    assert requests.put(node_url(server, "other"), data="{}", headers={"Content-Type": "text/plain"}).status_code == 415
+    assert requests.put(node_url(server, "new/deep/temp/x"), json=doc).status_code == 409
+    assert requests.put(node_url(server, "other", ds="ro"), json=doc).status_code == 405
+    assert tree_hash(root) == before
+    # data, then PATCH: attributes merge, shape shrink then grow reads fill beyond the old extent
+    values_ = RNG.standard_normal((10, 8))
+    assert server.put("new/deep/temp", ":,:", values_.tobytes()).status_code == 200
+    etag = requests.get(node_url(server, "new/deep/temp")).headers["ETag"]
+    patch = {"attributes": {"units": "degC", "keep": None, "long_name": "t"}, "shape": [6, 8]}
+    r = requests.patch(node_url(server, "new/deep/temp"), data=json.dumps(patch),
+                       headers={"Content-Type": "application/merge-patch+json", "If-Match": etag})
+    assert r.status_code == 200, r.text
+    a = zarr.open_array(str(root / "new" / "deep" / "temp"), mode="r")
+    assert dict(a.attrs) == {"units": "degC", "long_name": "t"} and a.shape == (6, 8)
+    np.testing.assert_array_equal(a[...], values_[:6])
+    r = requests.patch(node_url(server, "new/deep/temp"), data=json.dumps({"shape": [10, 8]}),
+                       headers={"Content-Type": "application/merge-patch+json", "If-Match": etag})
+    assert r.status_code == 412, "the node changed since that ETag"
+    r = requests.patch(node_url(server, "new/deep/temp"), data=json.dumps({"shape": [10, 8]}),
+                       headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 200, r.text
+    a = zarr.open_array(str(root / "new" / "deep" / "temp"), mode="r")
+    np.testing.assert_array_equal(a[:6], values_[:6])
+    assert np.isnan(a[6:]).all(), "what a shrink cut off reads as the fill value after growing"
+    for bad_patch in [{"data_type": "int8"}, {"shape": [1]}, {"shape": "big"}, [1]]:
+        r = requests.patch(node_url(server, "new/deep/temp"), data=json.dumps(bad_patch),
+                           headers={"Content-Type": "application/merge-patch+json"})
+        assert r.status_code == 400, (bad_patch, r.text)
+    # v2 nodes beside it, read by zarr-python
+    v2 = {"zarr_format": 2, "shape": [5], "chunks": [2], "dtype": "<i2", "compressor": None, "fill_value": 3,
+          "order": "C", "filters": None}
+    assert requests.put(node_url(server, "v2group/arr"), json=v2).status_code == 201
+    assert (root / "v2group" / ".zgroup").exists()
+    r = requests.patch(node_url(server, "v2group/arr"), data=json.dumps({"attributes": {"a": 1}}),
+                       headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 200, r.text
+    b = zarr.open_array(str(root / "v2group" / "arr"), mode="r", zarr_format=2)
+    assert b.shape == (5,) and (b[...] == 3).all() and dict(b.attrs) == {"a": 1}
+    # DELETE: everything under the node; the root cannot be deleted
+    assert requests.delete(node_url(server, "new")).status_code == 204
+    assert not (root / "new").exists() or not any(p.is_file() for p in (root / "new").rglob("*"))
+    assert requests.get(node_url(server, "new/deep/temp")).status_code == 404
+    assert requests.delete(node_url(server, "new")).status_code == 404
+    assert requests.delete(f"{server.url}/v1/datasets/w/nodes/").status_code in (400, 405)

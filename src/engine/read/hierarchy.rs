@@ -119,7 +119,7 @@ impl Dataset {
     /// A node is what its own metadata says: `zarr.json` first, else
     /// Zarr v2's `.zarray` or `.zgroup`, else an implicit (v3) group when
     /// nodes lie below it.
-    async fn load_node(&self, path: &str) -> Result<Node> {
+    pub(crate) async fn load_node(&self, path: &str) -> Result<Node> {
         let node = |metadata, etag| Node::new(path, metadata, etag);
         let meta_key = join(path, "zarr.json");
         if let Some(read) = self.store.get(&meta_key, ByteRange::All, None).await? {

@@ -58,8 +58,10 @@ impl Dataset {
         let zarr_format = node.metadata.as_ref().map_or(3, |m| m.zarr_format());
         let key = join(&path, if zarr_format == 2 { ".zarray" } else { "zarr.json" });
         let (offset, shape) = self.grow(&key, dim, count, options.retries).await?;
-        self.forget_written(&path).await;
-        let node = self.node(&path).await?;
+        self.forget_nodes().await;
+        // Read again from the store, never from the cache: a request that
+        // read the metadata before it grew may have cached it since.
+        let node = self.fresh_node(&path).await?;
         let ranges: Vec<(u64, u64, u64)> = node
             .array()?
             .shape

@@ -10,6 +10,7 @@
 //! write holds one row of chunks of it, not all of it.
 
 mod append;
+mod nodes;
 mod region;
 
 pub use append::Appended;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use self::region::{chunk_start, combinations, inner_runs, runs, scatter, Run};
+use self::region::{combinations, inner_runs, runs, scatter, Run};
 use crate::engine::error::{Error, Result};
 use crate::engine::format::codec::array_to_bytes::sharding::ShardingCodec;
 use crate::engine::format::codec::{ChunkRepr, CodecChain};
@@ -197,7 +198,7 @@ impl Dataset {
         options: &WriteOptions,
     ) -> Result<WriteOutcome> {
         let result = self.write_rows(write, body, options).await;
-        self.forget_written(write.node.path.as_str()).await;
+        self.forget_nodes().await;
         result
     }
 
@@ -272,16 +273,22 @@ impl Dataset {
             key,
             body,
             body_shape: body_shape.to_vec(),
-            inside: self.inside(meta, &unit.coords, &codecs.decoded_repr().shape),
+            // The whole chunk, out-of-bounds edges included: whether a
+            // write covers it never depends on the shape this process has
+            // cached (another writer may have grown the array since).
+            inside: codecs.decoded_repr().shape.clone(),
             unit,
         };
-        for _ in 0..=options.retries {
-            let attempt = match codecs.partial_sharding() {
+        // Writers of one object in this process take turns; writers in
+        // other processes are told apart by the conditional put.
+        let _turn = turn(&self.scope, &object.key).lock().await;
+        for attempt in 0..=options.retries {
+            let result = match codecs.partial_sharding() {
                 Some(sharding) => self.write_shard(&object, sharding, &codecs).await,
                 None => self.write_chunk(&object, &codecs).await,
             };
-            match attempt {
-                Err(Error::Store(StoreError::Changed(_))) => continue,
+            match result {
+                Err(Error::Store(StoreError::Changed(_))) => back_off(attempt).await,
                 other => return other.map_err(|e| e.at_key(&object.key)),
             }
         }
@@ -289,17 +296,6 @@ impl Dataset {
             "'{}' kept changing under this write ({} retries); objects written before it stay written",
             object.key, options.retries
         )))
-    }
-
-    /// How many positions of the object at `coords` (of `shape`) lie inside
-    /// the array, per dimension.
-    fn inside(&self, meta: &ArrayMetadata, coords: &[u64], shape: &[u64]) -> Vec<u64> {
-        coords
-            .iter()
-            .zip(shape)
-            .zip(meta.chunk_grid.axes.iter().zip(&meta.shape))
-            .map(|((&c, &len), (axis, &extent))| len.min(extent.saturating_sub(chunk_start(axis, c))))
-            .collect()
     }
 
     /// The object's current bytes and what a put must expect; `None` when
@@ -504,25 +500,6 @@ impl Dataset {
         }
         Ok(outcome)
     }
-
-    /// Drop from this process's caches what a write under `path` may have
-    /// changed: the dataset's nodes (their coordinates and renderings) and
-    /// colour ranges. Chunk and shard caches are keyed by the objects'
-    /// versions, which the write changed.
-    async fn forget_written(&self, _path: &str) {
-        let caches = &self.resources.caches;
-        let scope = self.scope.clone();
-        let stale: Vec<_> = caches
-            .nodes
-            .iter()
-            .filter(|(k, _)| k.0 == scope)
-            .map(|(k, _)| k)
-            .collect();
-        for key in stale {
-            caches.nodes.invalidate(&*key).await;
-        }
-        caches.colour_ranges.invalidate_all();
-    }
 }
 
 /// What [`Dataset::write_unit`] writes.
@@ -530,7 +507,7 @@ struct Object {
     key: String,
     body: Bytes,
     body_shape: Vec<u64>,
-    /// Positions of the object inside the array, per dimension.
+    /// The object's shape: a run covers it when it covers every position.
     inside: Vec<u64>,
     unit: Unit,
 }
@@ -552,6 +529,25 @@ fn inner_chunks(sharding: &ShardingCodec, shard: Bytes, count: usize) -> Result<
                 .map(|r| shard.slice(r.start as usize..r.end as usize))
         })
         .collect())
+}
+
+/// The lock writers of `key` in dataset `scope` take turns by (one of a
+/// fixed set: keys that hash alike share one).
+fn turn(scope: &str, key: &str) -> &'static tokio::sync::Mutex<()> {
+    use std::hash::{Hash, Hasher};
+    static TURNS: std::sync::LazyLock<Vec<tokio::sync::Mutex<()>>> =
+        std::sync::LazyLock::new(|| (0..1024).map(|_| tokio::sync::Mutex::new(())).collect());
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (scope, key).hash(&mut hasher);
+    &TURNS[hasher.finish() as usize % TURNS.len()]
+}
+
+/// Wait a random while before trying an object another writer changed
+/// again: up to 2^attempt ms, at most 250 ms.
+async fn back_off(attempt: usize) {
+    let most = (1u64 << attempt.min(8)).min(250);
+    let wait = rand::random_range(0..=most);
+    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {

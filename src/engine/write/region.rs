@@ -75,14 +75,6 @@ pub(crate) fn check_rectangular(dims: &[DimSelection]) -> Result<()> {
     Ok(())
 }
 
-/// The start of chunk `chunk` of `axis`.
-pub(crate) fn chunk_start(axis: &Axis, chunk: u64) -> u64 {
-    match axis {
-        Axis::Regular(len) => chunk * len,
-        Axis::Edges(starts) => starts[chunk as usize],
-    }
-}
-
 /// Every combination of one run per dimension, the last fastest.
 pub(crate) fn combinations(runs: &[Vec<Run>]) -> Vec<Vec<Run>> {
     let count: usize = runs.iter().map(Vec::len).product();

@@ -17,3 +17,5 @@ wait_for "http://127.0.0.1:$AZ_PORT/" 60
 export AZURE_STORAGE_USE_EMULATOR=true AZURITE_BLOB_STORAGE_URL=http://127.0.0.1:$AZ_PORT
 "$PY" tests/azure/upload.py "$AZURITE_BLOB_STORAGE_URL" zarr-fixtures interop/data.zarr "$ZARR_FIXTURES/data.zarr"
 store_suites az://zarr-fixtures/interop/data.zarr
+step "azure: writes through two server processes on Azurite: concurrent writers and appenders on both"
+ZS_WRITES_URL=az://zarr-fixtures/writes-http ZS_WRITES_ATOMIC=1 ZS_SERVER_BIN=$SERVER_BIN "$PY" -m pytest -q -p no:cacheprovider tests/writes/test_object_stores.py

@@ -15,6 +15,8 @@ export AWS_ACCESS_KEY_ID=zarr-serve-test AWS_SECRET_ACCESS_KEY=zarr-serve-test A
 export AWS_ENDPOINT=http://127.0.0.1:$S3_PORT AWS_ALLOW_HTTP=true
 "$PY" tests/s3/upload.py "$AWS_ENDPOINT" zarr-fixtures interop/data.zarr "$ZARR_FIXTURES/data.zarr"
 store_suites s3://zarr-fixtures/interop/data.zarr --test s3_faults
+step "s3: writes through two server processes on moto (its conditional puts are not atomic: the sequential part)"
+ZS_WRITES_URL=s3://zarr-fixtures/writes-http ZS_SERVER_BIN=$SERVER_BIN "$PY" -m pytest -q -p no:cacheprovider tests/writes/test_object_stores.py
 step "s3: Icechunk repositories (native and virtual chunks) and kerchunk references on S3"
 ZS_IC_S3_ENDPOINT=$AWS_ENDPOINT ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk
 kill "$S3_PID"

@@ -28,12 +28,15 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = tmp / f"config-{self.port}.toml"
+        keys = {"slab_bytes": "1048576", "max_request_bytes": "67108864", "metadata_ttl_secs": "0"}
+        for line in extra.splitlines():
+            if "=" in line:
+                key, value = line.split("=", 1)
+                keys[key.strip()] = value.strip()
+        settings = "\n".join(f"{k} = {v}" for k, v in keys.items())
         config.write_text(f"""
 listen = "127.0.0.1:{self.port}"
-slab_bytes = 1048576
-max_request_bytes = 67108864
-metadata_ttl_secs = 0
-{extra}
+{settings}
 [datasets.w]
 url = "{root}"
 writable = true

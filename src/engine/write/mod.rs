@@ -339,7 +339,7 @@ impl Dataset {
             );
             match repr.is_fill(&chunk) {
                 true => Ok(None),
-                false => codecs_.encode(&chunk).map(Some),
+                false => codecs_.encode(chunk).map(Some),
             }
         })
         .await?;
@@ -414,7 +414,7 @@ impl Dataset {
                     );
                     let encoded = match repr.is_fill(&chunk) {
                         true => None,
-                        false => Some(inner.encode(&chunk)?),
+                        false => Some(inner.encode(chunk)?),
                     };
                     Ok((i, encoded))
                 })

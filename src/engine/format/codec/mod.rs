@@ -336,15 +336,15 @@ impl CodecChain {
 
     /// Encode a chunk's C-order, little-endian elements (of
     /// [`CodecChain::decoded_repr`]) with every codec of the chain.
-    pub fn encode(&self, decoded: &[u8]) -> Result<Bytes> {
+    pub fn encode(&self, decoded: impl Into<Bytes>) -> Result<Bytes> {
+        let mut array: Bytes = decoded.into();
         let expected = self.decoded_repr.size_bytes();
-        if decoded.len() != expected {
+        if array.len() != expected {
             return Err(Error::InvalidRequest(format!(
                 "a chunk to encode has {} bytes, expected {expected}",
-                decoded.len()
+                array.len()
             )));
         }
-        let mut array = Bytes::copy_from_slice(decoded);
         for (a2a, repr) in &self.array_to_array {
             array = a2a.encode(array, repr)?;
         }
@@ -526,13 +526,15 @@ mod tests {
         ];
         for codecs in chains {
             let chain = CodecChain::from_json(&codecs, &r).unwrap();
-            let encoded = chain.encode(&elements).unwrap_or_else(|e| panic!("{codecs}: {e}"));
+            let encoded = chain
+                .encode(elements.clone())
+                .unwrap_or_else(|e| panic!("{codecs}: {e}"));
             assert_eq!(chain.decode(encoded).unwrap(), elements, "{codecs}");
         }
         let lossy = json!([{"name": "scale_offset", "configuration": {"scale": 2.0}}, le]);
         let err = CodecChain::from_json(&lossy, &r)
             .unwrap()
-            .encode(&elements)
+            .encode(elements.clone())
             .unwrap_err();
         assert!(
             matches!(&err, Error::Unsupported(m) if m.contains("scale_offset")),

@@ -227,7 +227,7 @@ impl ShardingCodec {
                 data.extend_from_slice(c);
             }
         }
-        let index = self.index.encode(&entries)?;
+        let index = self.index.encode(entries)?;
         if index.len() != self.index_size {
             return Err(corrupt(format!(
                 "the shard index encodes to {} bytes, not the {} its codecs fix",
@@ -271,7 +271,7 @@ impl ShardingCodec {
             );
             chunks.push(match inner_repr.is_fill(&chunk) {
                 true => None,
-                false => Some(self.inner.encode(&chunk)?),
+                false => Some(self.inner.encode(chunk)?),
             });
         }
         self.assemble(&chunks)

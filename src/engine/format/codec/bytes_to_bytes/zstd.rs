@@ -5,7 +5,7 @@
 //! Frames may lack the content size, so unknown sizes use a streaming decoder.
 
 use serde_json::{Map, Value};
-use zstd::zstd_safe::DCtx;
+use zstd::zstd_safe::{CCtx, DCtx};
 
 use super::{int_field, read_limited};
 use crate::engine::error::{corrupt, Result};
@@ -21,6 +21,8 @@ thread_local! {
     /// One decompression context per thread, reused by whole and prefix
     /// decodes: creating one per chunk showed up in profiles of large reads.
     static CONTEXT: std::cell::RefCell<Option<DCtx<'static>>> = const { std::cell::RefCell::new(None) };
+    /// One compression context per thread, for writes.
+    static ENCODER: std::cell::RefCell<Option<CCtx<'static>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Run `f` with this thread's decompression context.
@@ -50,13 +52,25 @@ impl ZstdCodec {
     /// One frame at the configured level, declaring its content size (as
     /// zarr-python's frames do), with a content checksum when configured.
     pub(crate) fn encode(&self, decoded: &[u8]) -> Result<Vec<u8>> {
-        use zstd::zstd_safe::CParameter;
-        let failed = super::encode_failed("zstd");
-        let mut compressor = zstd::bulk::Compressor::new(self.level).map_err(&failed)?;
-        compressor
-            .set_parameter(CParameter::ChecksumFlag(self.checksum))
-            .map_err(&failed)?;
-        compressor.compress(decoded).map_err(failed)
+        use zstd::zstd_safe::{CParameter, ResetDirective};
+        let failed = |code: usize| {
+            crate::engine::error::Error::Unsupported(format!(
+                "zstd compression failed: {}",
+                zstd::zstd_safe::get_error_name(code)
+            ))
+        };
+        // One compression context per thread, reused from chunk to chunk.
+        ENCODER.with_borrow_mut(|slot| {
+            let cctx = slot.get_or_insert_with(CCtx::create);
+            cctx.reset(ResetDirective::SessionAndParameters).map_err(failed)?;
+            cctx.set_parameter(CParameter::CompressionLevel(self.level))
+                .map_err(failed)?;
+            cctx.set_parameter(CParameter::ChecksumFlag(self.checksum))
+                .map_err(failed)?;
+            let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(decoded.len()));
+            cctx.compress2(&mut out, decoded).map_err(failed)?;
+            Ok(out)
+        })
     }
 
     /// Decompress one or more frames.

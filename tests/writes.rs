@@ -213,6 +213,21 @@ async fn every_fixture_array_takes_a_region_write() {
                 before,
                 "{path}: a refused write changed files"
             );
+            // Zeros (the fill value of most of these) are refused before anything too.
+            let zeros = put(
+                &w.server,
+                path,
+                &select(&region),
+                "application/octet-stream",
+                vec![0; body.len()],
+            )
+            .await;
+            assert_eq!(zeros.status(), StatusCode::NOT_IMPLEMENTED, "{path}");
+            assert_eq!(
+                hashes(&w.root.join(path)),
+                before,
+                "{path}: a refused fill write changed files"
+            );
             refused.push(format!("{path}: {detail}"));
             continue;
         }

@@ -117,6 +117,7 @@ impl AppState {
             write_options: WriteOptions {
                 retries: config.write_retries,
                 concurrency: config.read_concurrency,
+                max_row_bytes: config.max_request_bytes,
             },
         }))
     }

@@ -218,21 +218,27 @@ pub(crate) async fn elements(
         }
         Kind::Npy => npy(upload, region),
         Kind::Json => {
-            if upload.len() > limits.in_memory {
-                return Err(ApiError::Rejected(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "a JSON body may be at most slab_bytes = {} bytes; send larger regions as application/octet-stream or application/x-npy",
-                        limits.in_memory
-                    ),
-                ));
-            }
+            check_json_size(kind, &upload, limits)?;
             let data = upload.read_at(0, upload.len() as usize).map_err(cut_short)?;
             let value: Value = serde_json::from_slice(&data)
                 .map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
             json(&value, region)
         }
     }
+}
+
+/// 413 for a JSON body larger than `slab_bytes` (JSON is parsed in memory).
+pub(crate) fn check_json_size(kind: Kind, upload: &Upload, limits: &Limits) -> Result<(), ApiError> {
+    if kind != Kind::Json || upload.len() <= limits.in_memory {
+        return Ok(());
+    }
+    Err(ApiError::Rejected(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "a JSON body may be at most slab_bytes = {} bytes; send larger regions as application/octet-stream or application/x-npy",
+            limits.in_memory
+        ),
+    ))
 }
 
 /// Elements read from an upload, from `offset`, byte order swapped in

@@ -66,6 +66,7 @@ pub(super) async fn append(
     )?;
     let upload = upload::receive(body, headers, &state.uploads).await?;
     let body_bytes = upload.len();
+    upload::check_json_size(kind, &upload, &state.uploads)?;
     let count = upload::free_length(kind, &upload, &meta.shape, dim, meta.data_type)?;
     let mut shape = meta.shape.clone();
     shape[dim] = count;

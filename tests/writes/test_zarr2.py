@@ -59,3 +59,20 @@ def test_zarr2_arrays_take_writes_and_read_back(tmp_path):
             np.testing.assert_array_equal(server.read(name), model, err_msg=name)
     finally:
         server.stop()
+
+
+def test_chunks_of_an_array_without_fill_value_are_always_stored(tmp_path):
+    """zarr-python 2.18 reads a missing chunk of an array whose fill value is
+    None as uninitialized memory: a chunk of zeros must be stored."""
+    root = tmp_path / "nofill.zarr"
+    group = zarr.open_group(str(root), mode="w")
+    group.create_dataset("a", shape=(10,), chunks=(5,), dtype="<i4", compressor=None, fill_value=None)
+    server = Server(tmp_path, root)
+    try:
+        r = server.put("a", "0:5", np.zeros(5, "<i4").tobytes())
+        assert r.status_code == 200, r.text
+        assert (root / "a" / "0").exists(), "a chunk of zeros was not stored"
+        assert r.json()["chunks_written"] == 1
+        np.testing.assert_array_equal(zarr.open_array(str(root / "a"), mode="r")[0:5], 0)
+    finally:
+        server.stop()

@@ -54,7 +54,7 @@ impl Dataset {
         if meta.data_type.is_variable() {
             return Err(cannot_write(&format!("{} elements", meta.data_type.name())));
         }
-        meta.codecs.encode(meta.codecs.decoded_repr().fill_chunk())?;
+        meta.codecs.check_writable()?;
         let zarr_format = node.metadata.as_ref().map_or(3, |m| m.zarr_format());
         let key = join(&path, if zarr_format == 2 { ".zarray" } else { "zarr.json" });
         let (offset, shape) = self.grow(&key, dim, count, options.retries).await?;

@@ -73,6 +73,9 @@ pub struct WriteOptions {
     pub retries: usize,
     /// Objects read, encoded and put at once.
     pub concurrency: usize,
+    /// The most bytes of a region's elements a write holds at once (one
+    /// row of its chunks).
+    pub max_row_bytes: u64,
 }
 
 impl Default for WriteOptions {
@@ -80,6 +83,7 @@ impl Default for WriteOptions {
         Self {
             retries: 8,
             concurrency: 8,
+            max_row_bytes: 1 << 30,
         }
     }
 }
@@ -119,6 +123,8 @@ impl WriteOutcome {
 pub struct RegionWrite {
     node: Arc<Node>,
     dims: Vec<DimSelection>,
+    /// Chunks all fill value are stored too (a v2 array without one).
+    keep_fill: bool,
 }
 
 impl RegionWrite {
@@ -143,9 +149,19 @@ impl RegionWrite {
             )));
         }
         region::check_rectangular(&plan.dims)?;
+        meta.codecs.check_writable()?;
+        // A Zarr v2 array without a fill value reads a missing chunk as
+        // uninitialized memory (zarr-python 2): every chunk is stored.
+        let v2_fill = plan
+            .node
+            .metadata
+            .as_ref()
+            .map(|m| (m.zarr_format(), m.raw().get("fill_value")));
+        let keep_fill = matches!(v2_fill, Some((2, None | Some(serde_json::Value::Null))));
         Ok(Self {
             node: plan.node.clone(),
             dims: plan.dims.clone(),
+            keep_fill,
         })
     }
 
@@ -233,6 +249,13 @@ impl Dataset {
             if let Some(first) = body_shape.first_mut() {
                 *first = body_rows.end - body_rows.start;
             }
+            let row_bytes = (body_rows.end - body_rows.start) * write.row_bytes() as u64;
+            if row_bytes > options.max_row_bytes {
+                return Err(Error::InvalidRequest(format!(
+                    "one row of chunks of this region holds {row_bytes} bytes, more than a write takes at once ({}); write it in parts",
+                    options.max_row_bytes
+                )));
+            }
             let source = body.clone();
             let range = body_rows.clone();
             let data = tokio::task::spawn_blocking(move || source.rows(range))
@@ -277,6 +300,7 @@ impl Dataset {
             // write covers it never depends on the shape this process has
             // cached (another writer may have grown the array since).
             inside: codecs.decoded_repr().shape.clone(),
+            keep_fill: write.keep_fill,
             unit,
         };
         // Writers of one object in this process take turns; writers in
@@ -317,11 +341,12 @@ impl Dataset {
         let covered = object.unit.runs.iter().zip(&object.inside).all(|(r, &n)| r.covers(n));
         let (old, expect) = self.current(object, covered).await?;
         let existed = old.is_some();
-        let (codecs_, body, body_shape, runs) = (
+        let (codecs_, body, body_shape, runs, keep_fill) = (
             codecs.clone(),
             object.body.clone(),
             object.body_shape.clone(),
             object.unit.runs.clone(),
+            object.keep_fill,
         );
         let encoded = blocking(move || {
             let repr = codecs_.decoded_repr();
@@ -337,7 +362,7 @@ impl Dataset {
                 &runs,
                 repr.data_type.size(),
             );
-            match repr.is_fill(&chunk) {
+            match !keep_fill && repr.is_fill(&chunk) {
                 true => Ok(None),
                 false => codecs_.encode(chunk).map(Some),
             }
@@ -509,6 +534,8 @@ struct Object {
     body_shape: Vec<u64>,
     /// The object's shape: a run covers it when it covers every position.
     inside: Vec<u64>,
+    /// Store chunks that are all fill value too.
+    keep_fill: bool,
     unit: Unit,
 }
 

@@ -45,9 +45,13 @@ impl LocalFiles {
         expect: Expect,
     ) -> Result<Option<String>, StoreError> {
         let path = self.file_path(&location).map_err(failed)?;
-        let _writer = stripe(&path).lock().await;
+        // The turn moves into the blocking task: if this future is dropped
+        // (a timeout, a client gone), the file is still checked, written
+        // and renamed before the next writer of it may start.
+        let turn = stripe(&path).lock().await;
         let (served, key) = (self.served.clone(), key.to_string());
         blocking(move || {
+            let _turn = turn;
             check(&path, &expect, &key)?;
             let dir = path.parent().ok_or_else(|| StoreError::InvalidKey(key.clone()))?;
             make_inside(&served, dir, &key)?;
@@ -62,9 +66,10 @@ impl LocalFiles {
     /// file is already removed).
     pub(in crate::storage) async fn delete(&self, key: &str, location: Path, expect: Expect) -> Result<(), StoreError> {
         let path = self.file_path(&location).map_err(failed)?;
-        let _writer = stripe(&path).lock().await;
+        let turn = stripe(&path).lock().await;
         let (served, key) = (self.served.clone(), key.to_string());
         blocking(move || {
+            let _turn = turn;
             check(&path, &expect, &key)?;
             let dir = path.parent().ok_or_else(|| StoreError::InvalidKey(key.clone()))?;
             if !dir.exists() {

@@ -356,6 +356,19 @@ impl CodecChain {
         Ok(bytes)
     }
 
+    /// 501 naming the first codec of the chain that cannot encode (inner
+    /// chains of shards included), so that a write refuses before it
+    /// changes anything.
+    pub fn check_writable(&self) -> Result<()> {
+        for (a2a, repr) in &self.array_to_array {
+            a2a.check_writable(repr)?;
+        }
+        match &self.array_to_bytes {
+            Serializer::Codec(c) => c.check_writable(&self.array_to_bytes_repr),
+            Serializer::V2(f) => f.check_writable(&self.array_to_bytes_repr),
+        }
+    }
+
     /// Decode an encoded chunk into its C-order, little-endian elements.
     ///
     /// Errors are [`Error::Corrupt`] without a key; callers attach it.
@@ -532,14 +545,27 @@ mod tests {
             assert_eq!(chain.decode(encoded).unwrap(), elements, "{codecs}");
         }
         let lossy = json!([{"name": "scale_offset", "configuration": {"scale": 2.0}}, le]);
-        let err = CodecChain::from_json(&lossy, &r)
-            .unwrap()
-            .encode(elements.clone())
-            .unwrap_err();
+        let chain = CodecChain::from_json(&lossy, &r).unwrap();
+        let err = chain.encode(elements.clone()).unwrap_err();
         assert!(
             matches!(&err, Error::Unsupported(m) if m.contains("scale_offset")),
             "{err}"
         );
+        // Checked up front too, inside shards (whose fill chunks encode nothing).
+        assert!(chain.check_writable().is_err());
+        let inner_lossy = json!([{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [3, 5], "codecs": [{"name": "scale_offset", "configuration": {"scale": 2.0}}, le],
+            "index_codecs": [le]}}]);
+        let sharded = CodecChain::from_json(&inner_lossy, &r).unwrap();
+        assert!(
+            sharded.encode(r.fill_chunk()).is_ok(),
+            "an all-fill shard encodes no inner chunk"
+        );
+        assert!(sharded.check_writable().is_err());
+        assert!(CodecChain::from_json(&shard("end"), &r)
+            .unwrap()
+            .check_writable()
+            .is_ok());
     }
 
     #[test]

@@ -98,6 +98,21 @@ impl FilterStack {
         Some(size)
     }
 
+    /// 501 unless [`FilterStack::encode`] can encode chunks of `repr`.
+    pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
+        if self.vlen.is_some() {
+            return Err(super::cannot_write(&format!("{} elements", repr.data_type.name())));
+        }
+        for (filter, _) in &self.filters {
+            match filter {
+                Numcodec::Filter(f) => return Err(super::cannot_write(f.name())),
+                Numcodec::Elements(e) => return Err(super::cannot_write(e.name())),
+                Numcodec::Bytes(_) => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Encode C-order little-endian elements of `repr`: the dtype's byte
     /// order, then the filters in order.
     pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {

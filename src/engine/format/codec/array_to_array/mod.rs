@@ -60,6 +60,17 @@ impl ArrayToArrayCodec {
         }
     }
 
+    /// 501 unless [`ArrayToArrayCodec::encode`] can encode arrays of `decoded`.
+    pub(crate) fn check_writable(&self, decoded: &ChunkRepr) -> Result<()> {
+        match self {
+            Self::Transpose(_) if !decoded.data_type.is_variable() => Ok(()),
+            Self::Transpose(_) => Err(cannot_write(&format!("transpose of {}", decoded.data_type.name()))),
+            Self::Numcodecs(f) => Err(cannot_write(f.name())),
+            Self::ScaleOffset(_) => Err(cannot_write("scale_offset")),
+            Self::CastValue(_) => Err(cannot_write("cast_value")),
+        }
+    }
+
     /// Encode an array of `decoded` (the representation before this codec).
     pub(crate) fn encode(&self, array: Bytes, decoded: &ChunkRepr) -> Result<Bytes> {
         match self {

@@ -60,6 +60,20 @@ impl ArrayToBytesCodec {
         }
     }
 
+    /// 501 unless [`ArrayToBytesCodec::encode`] can encode chunks of `repr`.
+    pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
+        match self {
+            Self::Bytes(_) => Ok(()),
+            Self::Sharding(_) if repr.data_type.is_variable() => {
+                Err(cannot_write(&format!("{} shards", repr.data_type.name())))
+            }
+            Self::Sharding(s) => s.inner_codecs().check_writable(),
+            Self::PackBits(_) => Err(cannot_write("packbits")),
+            Self::Elements(e) => Err(cannot_write(e.name())),
+            Self::Vlen(_) => Err(cannot_write(&format!("{} elements", repr.data_type.name()))),
+        }
+    }
+
     /// Encode C-order little-endian elements of `repr`.
     pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         match self {

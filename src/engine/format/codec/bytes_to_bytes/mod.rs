@@ -83,16 +83,16 @@ impl BytesToBytesCodec {
     /// "blosc", ...}`).
     pub(crate) fn from_numcodecs_config(id: &str, obj: &Map<String, Value>) -> Result<Self> {
         Ok(match id {
-            "blosc" => {
-                // Frames are self-describing; numcodecs may store shuffle -1 (auto).
-                let mut checked = obj.clone();
-                checked.remove("shuffle");
-                Self::Blosc(BloscCodec::from_json(Some(&checked))?)
-            }
+            // numcodecs' shuffle -1 (AUTOSHUFFLE) is parsed as such.
+            "blosc" => Self::Blosc(BloscCodec::from_json(Some(obj))?),
             "zstd" => Self::Zstd(ZstdCodec::from_json(Some(obj))?),
             "gzip" => Self::Gzip(GzipCodec::from_json(Some(obj))?),
             "zlib" => Self::Zlib(ZlibCodec {
-                level: int_field(Some(obj), "zlib", "level", -1..=9, Some(1))?.clamp(0, 9) as u32,
+                // -1 is zlib's default level, 6.
+                level: match int_field(Some(obj), "zlib", "level", -1..=9, Some(1))? {
+                    -1 => 6,
+                    n => n as u32,
+                },
             }),
             "bz2" => Self::Bz2(Bz2Codec {
                 level: int_field(Some(obj), "bz2", "level", 1..=9, Some(1))? as u32,

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::problem::ApiError;
-use crate::engine::{DataType, InMemory, RegionBody};
+use crate::engine::{DataType, InMemory, RegionBody, Repeated};
 
 /// How much a body may be, and where large ones go.
 #[derive(Debug, Clone)]
@@ -278,19 +278,6 @@ impl RegionBody for Elements {
     }
 }
 
-/// One element filling the whole region.
-struct Repeated {
-    element: Vec<u8>,
-    row_bytes: usize,
-}
-
-impl RegionBody for Repeated {
-    fn rows(&self, rows: Range<u64>) -> std::io::Result<Bytes> {
-        let count = (rows.end - rows.start) as usize * self.row_bytes / self.element.len().max(1);
-        Ok(Bytes::from(self.element.repeat(count)))
-    }
-}
-
 /// A `.npy` body (versions 1 to 3) whose dtype is the array's in either
 /// byte order, of the region's shape (or a scalar filling it).
 fn npy(upload: Upload, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiError> {
@@ -303,10 +290,7 @@ fn npy(upload: Upload, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiEr
                 unit.reverse();
             }
         }
-        return Ok(Arc::new(Repeated {
-            element,
-            row_bytes: region.row_bytes(),
-        }));
+        return Ok(Arc::new(Repeated::new(element, region.row_bytes())));
     }
     if shape != region.shape {
         return Err(ApiError::BadRequest(format!(
@@ -474,10 +458,7 @@ fn json(value: &Value, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiEr
     let data_type = region.data_type;
     if !region.shape.is_empty() && !value.is_array() {
         let element = element(value, data_type, &[])?;
-        return Ok(Arc::new(Repeated {
-            element,
-            row_bytes: region.row_bytes(),
-        }));
+        return Ok(Arc::new(Repeated::new(element, region.row_bytes())));
     }
     let mut out = Vec::with_capacity(region.elements() as usize * data_type.size());
     let mut at = Vec::new();

@@ -65,6 +65,27 @@ impl RegionBody for InMemory {
     }
 }
 
+/// One element filling the whole region (a scalar body, the fill value).
+#[derive(Debug, Clone)]
+pub struct Repeated {
+    element: Vec<u8>,
+    row_bytes: usize,
+}
+
+impl Repeated {
+    /// `element` in every position of rows of `row_bytes` bytes.
+    pub fn new(element: Vec<u8>, row_bytes: usize) -> Self {
+        Self { element, row_bytes }
+    }
+}
+
+impl RegionBody for Repeated {
+    fn rows(&self, rows: Range<u64>) -> std::io::Result<Bytes> {
+        let count = (rows.end - rows.start) as usize * self.row_bytes / self.element.len().max(1);
+        Ok(Bytes::from(self.element.repeat(count)))
+    }
+}
+
 /// How writes retry and how many objects they work on at once.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
@@ -102,8 +123,6 @@ pub struct WriteOutcome {
     pub objects_deleted: u64,
     /// Bytes put.
     pub bytes_written: u64,
-    /// The keys put or deleted.
-    pub keys: Vec<String>,
 }
 
 impl WriteOutcome {
@@ -113,7 +132,6 @@ impl WriteOutcome {
         self.objects_written += other.objects_written;
         self.objects_deleted += other.objects_deleted;
         self.bytes_written += other.bytes_written;
-        self.keys.extend(other.keys);
         self
     }
 }
@@ -498,10 +516,7 @@ impl Dataset {
         may_exist: bool,
         chunks: u64,
     ) -> Result<WriteOutcome> {
-        let mut outcome = WriteOutcome {
-            keys: vec![key.to_string()],
-            ..WriteOutcome::default()
-        };
+        let mut outcome = WriteOutcome::default();
         match encoded {
             Some(bytes) => {
                 outcome.bytes_written = bytes.len() as u64;
@@ -521,7 +536,7 @@ impl Dataset {
                     outcome.chunks_deleted = chunks;
                 }
             }
-            None => outcome.keys.clear(),
+            None => {}
         }
         Ok(outcome)
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use super::{RegionBody, RegionWrite, WriteOptions};
+use super::{RegionBody, RegionWrite, Repeated, WriteOptions};
 use crate::engine::error::{Error, Result};
 use crate::engine::format::metadata::NodeMetadata;
 use crate::engine::format::metadata_v2;
@@ -247,10 +247,7 @@ impl Dataset {
                 .collect();
             let plan = ReadPlan::new(node.clone(), &Selection::of_strided(&ranges), &self.resources.read)?;
             let write = RegionWrite::of(&plan)?;
-            let fill: Arc<dyn RegionBody> = Arc::new(Fill {
-                element: meta.fill_value.clone(),
-                row_bytes: write.row_bytes(),
-            });
+            let fill: Arc<dyn RegionBody> = Arc::new(Repeated::new(meta.fill_value.clone(), write.row_bytes()));
             self.write_region(&write, fill, options).await?;
             kept[d] = new[d];
         }
@@ -355,19 +352,6 @@ fn merge_patch(target: &mut Value, patch: &Value) {
         } else {
             merge_patch(object.entry(name).or_insert(Value::Null), value);
         }
-    }
-}
-
-/// The fill value over a whole region.
-struct Fill {
-    element: Vec<u8>,
-    row_bytes: usize,
-}
-
-impl RegionBody for Fill {
-    fn rows(&self, rows: std::ops::Range<u64>) -> std::io::Result<Bytes> {
-        let count = (rows.end - rows.start) as usize * self.row_bytes / self.element.len().max(1);
-        Ok(Bytes::from(self.element.repeat(count)))
     }
 }
 

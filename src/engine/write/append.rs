@@ -55,6 +55,12 @@ impl Dataset {
             return Err(cannot_write(&format!("{} elements", meta.data_type.name())));
         }
         meta.codecs.check_writable()?;
+        if meta.codecs.checks_values() {
+            let mut shape = meta.shape.clone();
+            shape[dim] = count;
+            let row_bytes = shape[1..].iter().product::<u64>() as usize * meta.data_type.size();
+            super::check_values(&meta.codecs, shape[0], row_bytes, &body, options).await?;
+        }
         let zarr_format = node.metadata.as_ref().map_or(3, |m| m.zarr_format());
         let key = join(&path, if zarr_format == 2 { ".zarray" } else { "zarr.json" });
         let (offset, shape) = self.grow(&key, dim, count, options.retries).await?;

@@ -253,6 +253,10 @@ impl Dataset {
             .zip(axes)
             .map(|(dim, axis)| runs(dim, axis, 0..dim.len))
             .collect();
+        if meta.codecs.checks_values() {
+            let rows = write.region_shape().first().copied().unwrap_or(1);
+            check_values(&meta.codecs, rows, write.row_bytes(), &body, options).await?;
+        }
         let mut outcome = WriteOutcome::default();
         // A chunk row at a time: the runs of the first dimension.
         let rows: Vec<Option<Run>> = match per_dim.first() {
@@ -596,4 +600,32 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + '
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| Error::Internal(format!("a write's encoding failed: {e}")))?
+}
+
+/// Refuse a body holding a value the array's codecs cannot encode (out of
+/// a `cast_value` range, say) before anything is written: the body is
+/// read once more, a bounded block of rows at a time.
+pub(crate) async fn check_values(
+    codecs: &Arc<CodecChain>,
+    rows: u64,
+    row_bytes: usize,
+    body: &Arc<dyn RegionBody>,
+    options: &WriteOptions,
+) -> Result<()> {
+    let step = (options.max_row_bytes.min(64 << 20) / (row_bytes as u64).max(1)).max(1);
+    let mut start = 0;
+    while start < rows {
+        let range = start..(start + step).min(rows);
+        start = range.end;
+        let (source, codecs) = (body.clone(), codecs.clone());
+        tokio::task::spawn_blocking(move || {
+            let data = source
+                .rows(range)
+                .map_err(|e| Error::InvalidRequest(format!("the body could not be read: {e}")))?;
+            codecs.check_values(&data)
+        })
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+    }
+    Ok(())
 }

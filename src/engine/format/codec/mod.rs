@@ -369,6 +369,39 @@ impl CodecChain {
         }
     }
 
+    /// Whether a value can fail to encode: `scale_offset` and `cast_value`
+    /// check ranges (inner chains of shards included).
+    pub fn checks_values(&self) -> bool {
+        let own = self.array_to_array.iter().any(|(a2a, _)| a2a.checks_values());
+        own || self.inner_chain().is_some_and(CodecChain::checks_values)
+    }
+
+    /// 400 if a value of `elements` (little-endian, of the chain's decoded
+    /// type, in any order) cannot be encoded, so that a write checks its
+    /// whole body and refuses before it changes anything.
+    pub fn check_values(&self, elements: &[u8]) -> Result<()> {
+        let mut array = Bytes::copy_from_slice(elements);
+        for (a2a, repr) in &self.array_to_array {
+            if a2a.is_transpose() {
+                continue;
+            }
+            let count = (array.len() / repr.data_type.size().max(1)) as u64;
+            let flat = ChunkRepr::new(vec![count], repr.data_type, repr.fill_value.clone());
+            array = a2a.encode(array, &flat)?;
+        }
+        match self.inner_chain() {
+            Some(inner) => inner.check_values(&array),
+            None => Ok(()),
+        }
+    }
+
+    fn inner_chain(&self) -> Option<&CodecChain> {
+        match &self.array_to_bytes {
+            Serializer::Codec(ArrayToBytesCodec::Sharding(s)) => Some(s.inner_codecs().as_ref()),
+            _ => None,
+        }
+    }
+
     /// Decode an encoded chunk into its C-order, little-endian elements.
     ///
     /// Errors are [`Error::Corrupt`] without a key; callers attach it.
@@ -544,17 +577,15 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{codecs}: {e}"));
             assert_eq!(chain.decode(encoded).unwrap(), elements, "{codecs}");
         }
-        let lossy = json!([{"name": "scale_offset", "configuration": {"scale": 2.0}}, le]);
+        // A bitround without keepbits reads but cannot write.
+        let lossy = json!([{"name": "bitround", "configuration": {}}, le]);
         let chain = CodecChain::from_json(&lossy, &r).unwrap();
         let err = chain.encode(elements.clone()).unwrap_err();
-        assert!(
-            matches!(&err, Error::Unsupported(m) if m.contains("scale_offset")),
-            "{err}"
-        );
+        assert!(matches!(&err, Error::Unsupported(m) if m.contains("bitround")), "{err}");
         // Checked up front too, inside shards (whose fill chunks encode nothing).
         assert!(chain.check_writable().is_err());
         let inner_lossy = json!([{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [3, 5], "codecs": [{"name": "scale_offset", "configuration": {"scale": 2.0}}, le],
+            "chunk_shape": [3, 5], "codecs": [{"name": "bitround", "configuration": {}}, le],
             "index_codecs": [le]}}]);
         let sharded = CodecChain::from_json(&inner_lossy, &r).unwrap();
         assert!(

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::array_to_bytes::bytes::{BytesCodec, Endian};
 use super::array_to_bytes::vlen::VlenCodec;
+use super::numcodecs::filters::Filter;
 use super::numcodecs::Numcodec;
 use super::ChunkRepr;
 use crate::engine::error::{corrupt, Error, Result};
@@ -105,9 +106,14 @@ impl FilterStack {
         }
         for (filter, _) in &self.filters {
             match filter {
-                Numcodec::Filter(f) => return Err(super::cannot_write(f.name())),
-                Numcodec::Elements(e) => return Err(super::cannot_write(e.name())),
-                Numcodec::Bytes(_) => {}
+                Numcodec::Filter(Filter::BitRound { .. }) if !self.bytes.is_identity(repr) => {
+                    return Err(super::cannot_write("bitround of big-endian elements"))
+                }
+                Numcodec::Filter(Filter::BitRound { keepbits: None }) => {
+                    return Err(super::cannot_write("bitround without keepbits"))
+                }
+                Numcodec::Elements(e) => e.check_writable()?,
+                Numcodec::Filter(_) | Numcodec::Bytes(_) => {}
             }
         }
         Ok(())
@@ -116,16 +122,14 @@ impl FilterStack {
     /// Encode C-order little-endian elements of `repr`: the dtype's byte
     /// order, then the filters in order.
     pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
-        if self.vlen.is_some() {
-            return Err(super::cannot_write(&format!("{} elements", repr.data_type.name())));
-        }
+        self.check_writable(repr)?;
         let mut data = self.bytes.encode(array, repr);
         for (filter, data_type) in &self.filters {
-            data = match filter {
-                Numcodec::Filter(f) => return Err(super::cannot_write(f.name())),
-                Numcodec::Bytes(b) => Bytes::from(b.encode(&data, data_type.size())?),
-                Numcodec::Elements(e) => return Err(super::cannot_write(e.name())),
-            };
+            data = Bytes::from(match filter {
+                Numcodec::Filter(f) => f.encode(&data, *data_type)?,
+                Numcodec::Bytes(b) => b.encode(&data, data_type.size())?,
+                Numcodec::Elements(e) => e.encode(&data, *data_type)?,
+            });
         }
         Ok(data)
     }

@@ -106,6 +106,31 @@ impl CastValueCodec {
     }
 }
 
+impl CastValueCodec {
+    /// Encode elements of `decoded` into elements of `data_type`: a value
+    /// the `encode` map names becomes its mapped value, else it is cast
+    /// under `rounding` and `out_of_range` (a value that does not cast is
+    /// a bad request).
+    pub(crate) fn encode(&self, array: &[u8], decoded: &ChunkRepr) -> Result<Vec<u8>> {
+        let from = decoded.data_type;
+        let mut out = Vec::with_capacity(array.len() / from.size() * self.to.size());
+        for element in array.chunks_exact(from.size()) {
+            let value = Scalar::read(element, from);
+            let stored = match lookup(&self.encode_map, value) {
+                Some(mapped) => mapped,
+                None => value
+                    .cast(self.to, self.rounding, self.out_of_range)
+                    .map_err(|e| match e {
+                        Error::Corrupt { reason, .. } => Error::InvalidRequest(reason),
+                        other => other,
+                    })?,
+            };
+            stored.write(self.to, &mut out);
+        }
+        Ok(out)
+    }
+}
+
 /// The value the first pair whose key matches `v` maps it to.
 fn lookup(map: &[(Scalar, Scalar)], v: Scalar) -> Option<Scalar> {
     map.iter().find(|(k, _)| k.same(v)).map(|(_, m)| *m)

@@ -65,10 +65,19 @@ impl ArrayToArrayCodec {
         match self {
             Self::Transpose(_) if !decoded.data_type.is_variable() => Ok(()),
             Self::Transpose(_) => Err(cannot_write(&format!("transpose of {}", decoded.data_type.name()))),
-            Self::Numcodecs(f) => Err(cannot_write(f.name())),
-            Self::ScaleOffset(_) => Err(cannot_write("scale_offset")),
-            Self::CastValue(_) => Err(cannot_write("cast_value")),
+            Self::Numcodecs(f) => f.check_writable(decoded),
+            Self::ScaleOffset(_) | Self::CastValue(_) => Ok(()),
         }
+    }
+
+    /// Whether encoding can refuse a value (a range check).
+    pub(crate) fn checks_values(&self) -> bool {
+        matches!(self, Self::ScaleOffset(_) | Self::CastValue(_))
+    }
+
+    /// Whether this is `transpose` (which moves elements, never changes them).
+    pub(crate) fn is_transpose(&self) -> bool {
+        matches!(self, Self::Transpose(_))
     }
 
     /// Encode an array of `decoded` (the representation before this codec).
@@ -76,9 +85,9 @@ impl ArrayToArrayCodec {
         match self {
             Self::Transpose(t) if !decoded.data_type.is_variable() => Ok(t.encode(&array, decoded)),
             Self::Transpose(_) => Err(cannot_write(&format!("transpose of {}", decoded.data_type.name()))),
-            Self::Numcodecs(f) => Err(cannot_write(f.name())),
-            Self::ScaleOffset(_) => Err(cannot_write("scale_offset")),
-            Self::CastValue(_) => Err(cannot_write("cast_value")),
+            Self::Numcodecs(f) => f.encode(&array, decoded),
+            Self::ScaleOffset(s) => s.encode(&array, decoded).map(Bytes::from),
+            Self::CastValue(c) => c.encode(&array, decoded).map(Bytes::from),
         }
     }
 

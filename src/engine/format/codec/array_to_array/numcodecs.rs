@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::engine::error::{corrupt, Result};
 use crate::engine::format::codec::numcodecs::filters::Filter;
-use crate::engine::format::codec::ChunkRepr;
+use crate::engine::format::codec::{cannot_write, ChunkRepr};
+use crate::engine::format::data_type::DataType;
 
 /// A numcodecs element filter in a v3 chain.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,11 +37,6 @@ impl NumcodecsFilter {
         })
     }
 
-    /// The filter's numcodecs id.
-    pub(crate) fn name(&self) -> &'static str {
-        self.filter.name()
-    }
-
     /// The representation this filter encodes `repr` into.
     pub(crate) fn encoded_repr(&self, repr: &ChunkRepr) -> ChunkRepr {
         let data_type = self.filter.encoded_type(repr.data_type);
@@ -49,6 +45,28 @@ impl NumcodecsFilter {
             _ => repr.shape.clone(),
         };
         ChunkRepr::new(shape, data_type, vec![0; data_type.size()])
+    }
+
+    /// 501 unless [`NumcodecsFilter::encode`] can encode chunks of
+    /// `decoded` (`bitround` needs `keepbits` and floats).
+    pub(crate) fn check_writable(&self, decoded: &ChunkRepr) -> Result<()> {
+        let float = matches!(
+            decoded.data_type,
+            DataType::Float16 | DataType::Float32 | DataType::Float64
+        );
+        match self.filter {
+            Filter::BitRound { keepbits: None } => Err(cannot_write("bitround without keepbits")),
+            Filter::BitRound { .. } if !float => {
+                Err(cannot_write(&format!("bitround of {}", decoded.data_type.name())))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The encoded elements of `decoded` (little-endian, C order).
+    pub(crate) fn encode(&self, array: &[u8], decoded: &ChunkRepr) -> Result<Bytes> {
+        self.check_writable(decoded)?;
+        self.filter.encode(array, decoded.data_type).map(Bytes::from)
     }
 
     /// The elements of `decoded` from the encoded ones.

@@ -92,6 +92,37 @@ impl ScaleOffsetCodec {
     }
 }
 
+impl ScaleOffsetCodec {
+    /// Encode elements of `repr`: `(x - offset) * scale` in the data type
+    /// (integers out of its range are a bad request).
+    pub(crate) fn encode(&self, decoded: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        let data_type = repr.data_type;
+        let mut out = Vec::with_capacity(decoded.len());
+        for element in decoded.chunks_exact(data_type.size()) {
+            let encoded = match (Scalar::read(element, data_type), self.offset, self.scale) {
+                (Scalar::Int(x), Scalar::Int(o), Scalar::Int(s)) => Scalar::Int((x - o) * s)
+                    .cast(
+                        data_type,
+                        super::scalar::Rounding::NearestEven,
+                        super::scalar::OutOfRange::Error,
+                    )
+                    .map_err(|_| {
+                        Error::InvalidRequest(format!(
+                            "scale_offset: ({x} - {o}) * {s} is out of the range of {}",
+                            data_type.name()
+                        ))
+                    })?,
+                (x, o, s) => {
+                    let shifted = float_op(data_type, as_f64(x), as_f64(o), |a, b| a - b);
+                    Scalar::Float(float_op(data_type, shifted, as_f64(s), |a, b| a * b))
+                }
+            };
+            encoded.write(data_type, &mut out);
+        }
+        Ok(out)
+    }
+}
+
 fn as_f64(s: Scalar) -> f64 {
     match s {
         Scalar::Int(i) => i as f64,

@@ -19,25 +19,23 @@ use crate::engine::format::data_type::DataType;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ElementsCodec {
     /// A standalone pco file.
-    Pcodec,
+    Pcodec {
+        /// Compression level when encoding (numcodecs' default 8).
+        level: usize,
+    },
 }
 
 impl ElementsCodec {
-    /// The codec's name.
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            Self::Pcodec => "pcodec",
-        }
-    }
-
     /// The numcodecs ids of element codecs: `zfpy` is one, and is
     /// unsupported (no zfp library is linked).
     pub(crate) const IDS: &'static [&'static str] = &["pcodec", "zfpy"];
 
     /// The codec numcodecs names `id`.
-    pub(crate) fn from_numcodecs(id: &str, _config: &Map<String, Value>) -> Result<Self> {
+    pub(crate) fn from_numcodecs(id: &str, config: &Map<String, Value>) -> Result<Self> {
         match id {
-            "pcodec" => Ok(Self::Pcodec),
+            "pcodec" => Ok(Self::Pcodec {
+                level: config.get("level").and_then(Value::as_u64).map_or(8, |l| l as usize),
+            }),
             other => Err(Error::Unsupported(format!(
                 "codec \"{other}\" (zfp is not linked into this build)"
             ))),
@@ -48,7 +46,7 @@ impl ElementsCodec {
     /// how many there are (when the caller knows, it is checked).
     pub(crate) fn decode(&self, encoded: &[u8], data_type: DataType, count: Option<usize>) -> Result<Vec<u8>> {
         let out = match self {
-            Self::Pcodec => pcodec(encoded, data_type)?,
+            Self::Pcodec { .. } => pcodec(encoded, data_type)?,
         };
         if let Some(count) = count.filter(|&n| n * data_type.size() != out.len()) {
             return Err(corrupt(format!(
@@ -64,6 +62,55 @@ impl ElementsCodec {
 /// A standalone pco file's numbers of `data_type`, little-endian. As zarrs
 /// writes them, a complex number is two floats (its real part, then its
 /// imaginary part) and an instant or duration its 64-bit count.
+impl ElementsCodec {
+    /// 501 unless this build encodes with the codec (it does: pco).
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Compress little-endian elements of `data_type`.
+    pub(crate) fn encode(&self, decoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
+        let Self::Pcodec { level } = self;
+        pcodec_compress(decoded, data_type, *level)
+    }
+}
+
+fn pcodec_compress(decoded: &[u8], data_type: DataType, level: usize) -> Result<Vec<u8>> {
+    use pco::standalone::simple_compress;
+    let config = pco::ChunkConfig::default().with_compression_level(level.min(12));
+    let failed = |e: pco::errors::PcoError| Error::Internal(format!("pcodec compression failed: {e}"));
+    macro_rules! numbers {
+        ($t:ty) => {{
+            let size = std::mem::size_of::<$t>();
+            let values: Vec<$t> = decoded
+                .chunks_exact(size)
+                .map(|b| <$t>::from_le_bytes(b.try_into().expect("element size")))
+                .collect();
+            simple_compress(&values, &config).map_err(failed)?
+        }};
+    }
+    Ok(match data_type {
+        DataType::UInt8 => numbers!(u8),
+        DataType::Int8 => numbers!(i8),
+        DataType::UInt16 => numbers!(u16),
+        DataType::UInt32 => numbers!(u32),
+        DataType::UInt64 => numbers!(u64),
+        DataType::Int16 => numbers!(i16),
+        DataType::Int32 => numbers!(i32),
+        DataType::Int64 => numbers!(i64),
+        DataType::Float16 => numbers!(half::f16),
+        DataType::Float32 | DataType::Complex64 => numbers!(f32),
+        DataType::Float64 | DataType::Complex128 => numbers!(f64),
+        DataType::DateTime64(_) | DataType::TimeDelta64(_) => numbers!(i64),
+        other => {
+            return Err(Error::Unsupported(format!(
+                "pcodec of {} (pco has no such numbers)",
+                other.name()
+            )))
+        }
+    })
+}
+
 fn pcodec(encoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
     use pco::standalone::simple_decompress;
     let failed = |e: pco::errors::PcoError| corrupt(format!("pcodec decompression failed: {e}"));
@@ -109,7 +156,7 @@ mod tests {
         let values: Vec<i32> = (0..1000).map(|i| i * i - 500).collect();
         let encoded = pco::standalone::simple_compress(&values, &pco::ChunkConfig::default()).unwrap();
         let want: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let codec = ElementsCodec::Pcodec;
+        let codec = ElementsCodec::Pcodec { level: 8 };
         assert_eq!(codec.decode(&encoded, DataType::Int32, Some(1000)).unwrap(), want);
         assert!(codec.decode(&encoded, DataType::Int32, Some(999)).is_err());
         assert!(codec.decode(&encoded, DataType::Float32, None).is_err());
@@ -134,6 +181,15 @@ mod tests {
             codec.decode(&encoded, DataType::TimeDelta64(unit), Some(3)).unwrap(),
             want
         );
+        for (dt, n) in [(DataType::Int32, 1000usize), (DataType::Complex64, 2)] {
+            let raw: Vec<u8> = (0..n * dt.size()).map(|i| (i % 7) as u8).collect();
+            let raw = match dt {
+                DataType::Complex64 => parts.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                _ => raw,
+            };
+            let packed = codec.encode(&raw, dt).unwrap();
+            assert_eq!(codec.decode(&packed, dt, Some(n)).unwrap(), raw, "{dt:?}");
+        }
         let zfpy = ElementsCodec::from_numcodecs("zfpy", &Map::new()).unwrap_err();
         assert!(matches!(&zfpy, Error::Unsupported(m) if m.contains("zfpy")), "{zfpy}");
     }

@@ -68,8 +68,8 @@ impl ArrayToBytesCodec {
                 Err(cannot_write(&format!("{} shards", repr.data_type.name())))
             }
             Self::Sharding(s) => s.inner_codecs().check_writable(),
-            Self::PackBits(_) => Err(cannot_write("packbits")),
-            Self::Elements(e) => Err(cannot_write(e.name())),
+            Self::PackBits(_) => Ok(()),
+            Self::Elements(e) => e.check_writable(),
             Self::Vlen(_) => Err(cannot_write(&format!("{} elements", repr.data_type.name()))),
         }
     }
@@ -79,8 +79,8 @@ impl ArrayToBytesCodec {
         match self {
             Self::Bytes(b) => Ok(b.encode(array, repr)),
             Self::Sharding(s) => s.encode(&array, repr).map(Bytes::from),
-            Self::PackBits(_) => Err(cannot_write("packbits")),
-            Self::Elements(e) => Err(cannot_write(e.name())),
+            Self::PackBits(p) => Ok(Bytes::from(p.encode(&array, repr))),
+            Self::Elements(e) => e.encode(&array, repr.data_type).map(Bytes::from),
             Self::Vlen(_) => Err(cannot_write(&format!("{} elements", repr.data_type.name()))),
         }
     }

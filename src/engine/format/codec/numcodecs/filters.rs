@@ -1,5 +1,5 @@
-//! numcodecs' element filters, decode direction only: Zarr v2 `filters`,
-//! and in Zarr v3 the array -> array codecs `numcodecs.<id>`.
+//! numcodecs' element filters: Zarr v2 `filters`, and in Zarr v3 the
+//! array -> array codecs `numcodecs.<id>`.
 //!
 //! Docs: <https://numcodecs.readthedocs.io/en/stable/filter/index.html>.
 //! Examples: `{"id": "delta", "dtype": "<i4", "astype": "<i2"}`,
@@ -27,14 +27,17 @@ pub(crate) enum Filter {
         scale: f64,
         offset: f64,
     },
-    /// `quantize` and `astype`: a cast from the encoded type to `dtype`.
+    /// `quantize` and `astype`: a cast from the encoded type to `dtype`;
+    /// `quantize` keeps `digits` decimal digits when it encodes.
     Cast {
         from: NumType,
         to: NumType,
         id: &'static str,
+        digits: Option<i32>,
     },
-    /// `bitround`: rounded mantissas decode as they are.
-    Identity,
+    /// `bitround`: rounded mantissas decode as they are; encoding keeps
+    /// `keepbits` bits of each float's mantissa.
+    BitRound { keepbits: Option<u32> },
     /// `packbits`: booleans eight to a byte, most significant bit first,
     /// after a byte giving the number of padding bits at the end.
     PackBits,
@@ -73,7 +76,7 @@ impl Filter {
             Self::Delta { .. } => "delta",
             Self::FixedScaleOffset { .. } => "fixedscaleoffset",
             Self::Cast { id, .. } => id,
-            Self::Identity => "bitround",
+            Self::BitRound { .. } => "bitround",
             Self::PackBits => "packbits",
         }
     }
@@ -121,14 +124,18 @@ impl Filter {
                     from,
                     to,
                     id: "quantize",
+                    digits: Some(number(obj, id, "digits", None)? as i32),
                 }
             }
             "astype" => Filter::Cast {
                 from: typestr(obj, id, "encode_dtype", None)?,
                 to: typestr(obj, id, "decode_dtype", None)?,
                 id: "astype",
+                digits: None,
             },
-            "bitround" => Filter::Identity,
+            "bitround" => Filter::BitRound {
+                keepbits: obj.get("keepbits").and_then(Value::as_u64).map(|k| k as u32),
+            },
             "packbits" => Filter::PackBits,
             other => return Err(Error::Unsupported(format!("filter \"{other}\""))),
         })
@@ -139,7 +146,7 @@ impl Filter {
         match self {
             Filter::Delta { astype, .. } | Filter::FixedScaleOffset { astype, .. } => astype.data_type,
             Filter::Cast { from, .. } => from.data_type,
-            Filter::Identity => decoded,
+            Filter::BitRound { .. } => decoded,
             Filter::PackBits => DataType::UInt8,
         }
     }
@@ -150,7 +157,7 @@ impl Filter {
         Some(match self {
             Filter::Delta { dtype, astype } | Filter::FixedScaleOffset { dtype, astype, .. } => resized(dtype, astype),
             Filter::Cast { from, to, .. } => resized(to, from),
-            Filter::Identity => decoded,
+            Filter::BitRound { .. } => decoded,
             Filter::PackBits => 1 + decoded.div_ceil(8),
         })
     }
@@ -158,9 +165,9 @@ impl Filter {
     /// The bytes this filter was given, from the bytes it produced.
     pub(crate) fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>> {
         match self {
-            Filter::Identity => Ok(encoded.to_vec()),
+            Filter::BitRound { .. } => Ok(encoded.to_vec()),
             Filter::PackBits => unpack_bits(encoded),
-            Filter::Cast { from, to, id } => to.write(&from.read(encoded, id)?, id),
+            Filter::Cast { from, to, id, .. } => to.write(&from.read(encoded, id)?, id),
             Filter::Delta { dtype, astype } => {
                 let sums = match astype.read(encoded, "delta")? {
                     Values::Int(diffs) if !dtype.is_float() => {
@@ -209,6 +216,140 @@ impl Filter {
             }
         }
     }
+}
+
+impl Filter {
+    /// The bytes this filter produces from `decoded` elements of
+    /// `data_type` (little-endian), as numcodecs' `encode` computes them:
+    /// differences in `dtype`, `around((x - offset) * scale)`, mantissas
+    /// rounded to a power of two, casts, packed bits.
+    pub(crate) fn encode(&self, decoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
+        let id = self.name();
+        match self {
+            Filter::PackBits => Ok(pack_bits(decoded)),
+            Filter::BitRound { keepbits } => {
+                let keepbits = keepbits.ok_or_else(|| corrupt("bitround filter has no keepbits"))?;
+                bit_round(decoded, data_type, keepbits)
+            }
+            Filter::Cast {
+                from, to, digits: None, ..
+            } => from.write(&to.read(decoded, id)?, id),
+            Filter::Cast {
+                from,
+                to,
+                digits: Some(digits),
+                ..
+            } => {
+                let scale = quantize_scale(*digits);
+                let values = floats(to.read(decoded, id)?);
+                let rounded = values
+                    .into_iter()
+                    .map(|x| to.round(scale * x).round_ties_even() / scale)
+                    .collect();
+                from.write(&Values::Float(rounded), id)
+            }
+            Filter::Delta { dtype, astype } => {
+                let diffs = match dtype.read(decoded, id)? {
+                    Values::Int(v) => Values::Int(differences(&v, |a, b| dtype.wrap(a - b))),
+                    Values::Float(v) => Values::Float(differences(&v, |a, b| dtype.round(a - b))),
+                };
+                let diffs = match diffs {
+                    Values::Int(v) if !astype.is_float() => {
+                        Values::Int(v.into_iter().map(|d| astype.wrap(d)).collect())
+                    }
+                    other => other,
+                };
+                astype.write(&diffs, id)
+            }
+            Filter::FixedScaleOffset {
+                dtype,
+                astype,
+                scale,
+                offset,
+            } => {
+                let values = floats(dtype.read(decoded, id)?);
+                let scaled = values
+                    .into_iter()
+                    .map(|x| dtype.round(dtype.round(x - offset) * scale).round_ties_even())
+                    .collect();
+                astype.write(&Values::Float(scaled), id)
+            }
+        }
+    }
+}
+
+/// The first element, then each element minus the one before.
+fn differences<T: Copy>(values: &[T], minus: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut out = Vec::with_capacity(values.len());
+    out.extend(values.first().copied());
+    out.extend(values.windows(2).map(|w| minus(w[1], w[0])));
+    out
+}
+
+fn floats(values: Values) -> Vec<f64> {
+    match values {
+        Values::Int(v) => v.into_iter().map(|x| x as f64).collect(),
+        Values::Float(v) => v,
+    }
+}
+
+/// numcodecs' `quantize` scale: the power of two at least `10^digits`.
+fn quantize_scale(digits: i32) -> f64 {
+    let exponent = (10f64.powi(-digits)).log10();
+    let exponent = if exponent < 0.0 {
+        exponent.floor()
+    } else {
+        exponent.ceil()
+    };
+    let bits = 10f64.powf(-exponent).log2().ceil();
+    2f64.powf(bits)
+}
+
+/// numcodecs' `bitround`: round each float's mantissa to `keepbits` bits
+/// (ties to even), the rest zero.
+fn bit_round(decoded: &[u8], data_type: DataType, keepbits: u32) -> Result<Vec<u8>> {
+    let mantissa = match data_type {
+        DataType::Float16 => 10,
+        DataType::Float32 => 23,
+        DataType::Float64 => 52,
+        other => return Err(Error::Unsupported(format!("bitround of {}", other.name()))),
+    };
+    if keepbits > mantissa {
+        return Err(corrupt(format!("bitround keepbits {keepbits} above {mantissa}")));
+    }
+    if keepbits == mantissa {
+        return Ok(decoded.to_vec());
+    }
+    let drop = mantissa - keepbits;
+    let size = data_type.size();
+    let mut out = Vec::with_capacity(decoded.len());
+    for element in decoded.chunks_exact(size) {
+        let mut word = [0u8; 8];
+        word[..size].copy_from_slice(element);
+        let bits = u64::from_le_bytes(word);
+        let width_mask = if size == 8 { u64::MAX } else { (1u64 << (8 * size)) - 1 };
+        let half_quantum = (1u64 << (drop - 1)) - 1;
+        let rounded = bits.wrapping_add(((bits >> drop) & 1) + half_quantum) & width_mask;
+        let kept = rounded & (width_mask >> drop << drop);
+        out.extend_from_slice(&kept.to_le_bytes()[..size]);
+    }
+    Ok(out)
+}
+
+/// numcodecs' `packbits` encode: a byte counting the padding bits, then
+/// the booleans eight to a byte, most significant bit first.
+fn pack_bits(decoded: &[u8]) -> Vec<u8> {
+    let padding = (8 - decoded.len() % 8) % 8;
+    let mut out = Vec::with_capacity(1 + decoded.len().div_ceil(8));
+    out.push(padding as u8);
+    for byte in decoded.chunks(8) {
+        let packed = byte
+            .iter()
+            .enumerate()
+            .fold(0u8, |acc, (i, &b)| acc | (u8::from(b != 0) << (7 - i)));
+        out.push(packed);
+    }
+    out
 }
 
 /// numcodecs' `packbits`: the first byte is the number of padding bits in

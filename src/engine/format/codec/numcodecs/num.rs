@@ -1,7 +1,7 @@
 //! NumPy numeric dtypes as numcodecs filters name them (`"<i2"`, `">f8"`,
 //! `"|u1"`), and casts between them with NumPy's `astype` semantics: ints
-//! wrap, floats truncate toward zero into ints (saturating where NumPy's
-//! result is undefined), ints round to the nearest float.
+//! wrap, floats truncate toward zero into ints (out of range as NumPy
+//! does on x86), ints round to the nearest float.
 
 use crate::engine::error::{corrupt, Error, Result};
 use crate::engine::format::codec::array_to_bytes::bytes::Endian;
@@ -206,16 +206,33 @@ impl NumType {
     }
 }
 
-/// A float cast to an integer type: toward zero, saturating, NaN as 0.
+/// A float cast to an integer type as NumPy casts on x86: toward zero,
+/// wrapping (see below).
 fn float_to_int(f: f64, data_type: DataType) -> i128 {
-    if f.is_nan() {
-        return 0;
+    if data_type == DataType::UInt64 && (0.0..2f64.powi(64)).contains(&f) {
+        return i128::from(f as u64);
     }
     if data_type == DataType::Bool {
         return i128::from(f != 0.0);
     }
-    let (min, max) = data_type.integer_range().unwrap_or((0, u64::MAX.into()));
-    (f.trunc() as i128).clamp(min, max)
+    // Truncate to a 32-bit integer (64-bit for 32-bit unsigned and 64-bit
+    // targets), the minimum when out of its range or NaN, then keep the
+    // target's low bytes.
+    let bits = if data_type.size() < 4 || data_type == DataType::Int32 {
+        31
+    } else {
+        63
+    };
+    let wide = if f.abs() < 2f64.powi(bits) {
+        f.trunc() as i64
+    } else {
+        -(1i64 << bits)
+    };
+    NumType {
+        data_type,
+        endian: Endian::Little,
+    }
+    .wrap(i128::from(wide))
 }
 
 #[cfg(test)]
@@ -253,6 +270,31 @@ mod tests {
         assert_eq!(i8t.write(&Values::Int(vec![130, -129]), "t").unwrap(), vec![130u8, 127]);
         assert_eq!(i8t.write(&Values::Float(vec![-2.7, 2.7]), "t").unwrap(), vec![254u8, 2]);
         assert_eq!(i8t.wrap(200), -56);
+        // Out of range as NumPy gives it on x86 (`np.array(...).astype(...)`).
+        let u1 = NumType::parse("|u1").unwrap();
+        let wild = Values::Float(vec![260.0, -3.5, 1e10, f64::NAN, 70000.7]);
+        assert_eq!(u1.write(&wild, "t").unwrap(), vec![4, 253, 0, 0, 112]);
+        let i2 = NumType::parse("<i2").unwrap();
+        let got = i2
+            .write(&Values::Float(vec![260.0, 1e10, f64::NAN, 70000.7]), "t")
+            .unwrap();
+        assert_eq!(
+            got,
+            [260i16, 0, 0, 4464]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<_>>()
+        );
+        let i8 = NumType::parse("<i8").unwrap();
+        assert_eq!(
+            i8.write(&Values::Float(vec![f64::NAN]), "t").unwrap(),
+            i64::MIN.to_le_bytes()
+        );
+        let u8t = NumType::parse("<u8").unwrap();
+        assert_eq!(
+            u8t.write(&Values::Float(vec![1e19]), "t").unwrap(),
+            10_000_000_000_000_000_000u64.to_le_bytes()
+        );
         let f4 = NumType::parse("<f4").unwrap();
         assert_eq!(
             f4.read(&f4.write(&Values::Int(vec![3]), "t").unwrap(), "t").unwrap(),

@@ -199,8 +199,13 @@ async fn region(
 }
 
 /// The ETag `GET ...?select=SEL&format=binary` sends for `plan` now (what
-/// a write's `If-Match` names, and what it answers with).
-pub(super) async fn binary_etag(state: &AppState, dataset: &Dataset, plan: &ReadPlan) -> Result<String, ApiError> {
+/// a write's `If-Match` names, and what it answers with), and the object
+/// versions it is made of.
+pub(super) async fn binary_etag(
+    state: &AppState,
+    dataset: &Dataset,
+    plan: &ReadPlan,
+) -> Result<(String, crate::engine::Versions), ApiError> {
     let plain = Query::default();
     let computed = format!("{}|{}", plain.reduce.key(), plain.render.key());
     respond::Answer::new(state, dataset, "region", Format::Binary.media_type())
@@ -208,7 +213,7 @@ pub(super) async fn binary_etag(state: &AppState, dataset: &Dataset, plan: &Read
         .key(&computed)
         .key(Format::Binary.name())
         .plan(plan)
-        .current_etag()
+        .current_versions()
         .await
 }
 

@@ -60,8 +60,20 @@ pub fn app(state: Arc<AppState>) -> Router {
 pub fn routes() -> Router<Arc<AppState>> {
     let documents = Router::new()
         .route("/v1/datasets", get(nodes::list_datasets))
-        .route("/v1/datasets/{ds}/nodes", get(nodes::root_node))
-        .route("/v1/datasets/{ds}/nodes/", get(nodes::root_node))
+        .route(
+            "/v1/datasets/{ds}/nodes",
+            get(nodes::root_node)
+                .put(write::create_root)
+                .patch(write::patch_root)
+                .delete(write::delete_root),
+        )
+        .route(
+            "/v1/datasets/{ds}/nodes/",
+            get(nodes::root_node)
+                .put(write::create_root)
+                .patch(write::patch_root)
+                .delete(write::delete_root),
+        )
         .route(
             "/v1/datasets/{ds}/nodes/{*path}",
             get(nodes::node)

@@ -199,9 +199,11 @@ impl<'a> Answer<'a> {
 
     /// The answer's ETag as the store is now (what a GET would send),
     /// without reading chunk data.
-    pub(crate) async fn current_etag(&self) -> Result<String, ApiError> {
+    /// The ETag the answer would carry now, and the object versions it
+    /// was made of.
+    pub(crate) async fn current_versions(&self) -> Result<(String, Versions), ApiError> {
         let versions = self.dataset.read_versions_of(&self.plans).await?;
-        Ok(self.etag(&versions))
+        Ok((self.etag(&versions), versions))
     }
 
     /// Size, validators, 304 and HEAD, in the order of api.md 4.1.

@@ -118,6 +118,7 @@ impl AppState {
                 retries: config.write_retries,
                 concurrency: config.read_concurrency,
                 max_row_bytes: config.max_request_bytes,
+                expected: None,
             },
         }))
     }

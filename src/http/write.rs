@@ -141,16 +141,17 @@ fn no_store(mut response: Response) -> Response {
     response
 }
 
-/// The region's binary ETag now; `None` while other writers keep
-/// changing its objects (each try reads the versions of all of them).
+/// The region's binary ETag now, and the versions of its objects; `None`
+/// while other writers keep changing them (each try reads the versions
+/// of all of them).
 async fn region_etag(
     state: &AppState,
     dataset: &crate::engine::Dataset,
     plan: &crate::engine::ReadPlan,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<(String, crate::engine::Versions)>, ApiError> {
     for _ in 0..4 {
         match binary_etag(state, dataset, plan).await {
-            Ok(etag) => return Ok(Some(etag)),
+            Ok(now) => return Ok(Some(now)),
             Err(ApiError::Engine(Error::Store(crate::storage::StoreError::Changed(_)))) => {
                 tokio::time::sleep(std::time::Duration::from_millis(rand::random_range(1..20))).await;
             }
@@ -223,6 +224,28 @@ pub(super) async fn create_node(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
+    create(&state, caller, ds, path, headers, body).await
+}
+
+/// `PUT /v1/datasets/{ds}/nodes`: create the root (409 where it exists).
+pub(super) async fn create_root(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(ds): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    create(&state, caller, ds, String::new(), headers, body).await
+}
+
+async fn create(
+    state: &AppState,
+    caller: Caller,
+    ds: String,
+    path: String,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
     let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
     require_json_body(&headers, false)?;
     let node = dataset.create_node(&path, &body).await?;
@@ -237,6 +260,28 @@ pub(super) async fn patch_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path((ds, path)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    patch(&state, caller, ds, path, headers, body).await
+}
+
+/// `PATCH /v1/datasets/{ds}/nodes`: a merge patch of the root.
+pub(super) async fn patch_root(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(ds): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    patch(&state, caller, ds, String::new(), headers, body).await
+}
+
+async fn patch(
+    state: &AppState,
+    caller: Caller,
+    ds: String,
+    path: String,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -256,6 +301,27 @@ pub(super) async fn delete_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path((ds, path)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    delete(&state, caller, ds, path, headers).await
+}
+
+/// `DELETE /v1/datasets/{ds}/nodes`: refused (400) as the engine refuses
+/// deleting the root, after the dataset's write checks.
+pub(super) async fn delete_root(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(ds): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    delete(&state, caller, ds, String::new(), headers).await
+}
+
+async fn delete(
+    state: &AppState,
+    caller: Caller,
+    ds: String,
+    path: String,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
@@ -318,17 +384,20 @@ async fn write_region(
         data_type: write.data_type(),
     };
     let elements = upload::elements(kind, upload, &region, &state.uploads).await?;
+    let mut options = state.write_options.clone();
     if headers.contains_key(header::IF_MATCH) {
-        let now = region_etag(state, dataset, &plan)
+        let (now, versions) = region_etag(state, dataset, &plan)
             .await?
-            .unwrap_or_else(|| "\"changing\"".into());
+            .unwrap_or_else(|| ("\"changing\"".into(), Default::default()));
         if !if_match(headers, &now) {
             return Err(ApiError::Engine(Error::PreconditionFailed(format!(
                 "the region's ETag is now {now}, not what If-Match names; nothing was written"
             ))));
         }
+        // Each object is then written only at the version checked here.
+        options.expected = Some(std::sync::Arc::new(versions));
     }
-    let outcome = dataset.write_region(&write, elements, &state.write_options).await;
+    let outcome = dataset.write_region(&write, elements, &options).await;
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(e) => {
@@ -349,7 +418,7 @@ async fn write_region(
         objects_deleted = outcome.objects_deleted,
         "write"
     );
-    let etag = region_etag(state, dataset, &plan).await?;
+    let etag = region_etag(state, dataset, &plan).await?.map(|(etag, _)| etag);
     let answer = json!({
         "etag": etag,
         "chunks_written": outcome.chunks_written,

@@ -401,4 +401,14 @@ def test_nodes_are_created_patched_and_deleted(store):
     assert not (root / "new").exists() or not any(p.is_file() for p in (root / "new").rglob("*"))
     assert requests.get(node_url(server, "new/deep/temp")).status_code == 404
     assert requests.delete(node_url(server, "new")).status_code == 404
-    assert requests.delete(f"{server.url}/v1/datasets/w/nodes/").status_code in (400, 405)
+    assert requests.delete(f"{server.url}/v1/datasets/w/nodes/").status_code == 400
+    assert requests.delete(f"{server.url}/v1/datasets/w/nodes").status_code == 400
+    # the root: its attributes patched (with and without the trailing slash), never re-created
+    for url in [f"{server.url}/v1/datasets/w/nodes", f"{server.url}/v1/datasets/w/nodes/"]:
+        r = requests.patch(url, data=json.dumps({"attributes": {"title": url[-1]}}),
+                           headers={"Content-Type": "application/merge-patch+json"})
+        assert r.status_code == 200, r.text
+        assert dict(zarr.open_group(str(root), mode="r").attrs)["title"] == url[-1]
+    assert requests.put(f"{server.url}/v1/datasets/w/nodes", json={"zarr_format": 3, "node_type": "group"}).status_code == 409
+    assert requests.patch(f"{server.url}/v1/datasets/ro/nodes", data="{}",
+                          headers={"Content-Type": "application/merge-patch+json"}).status_code == 405

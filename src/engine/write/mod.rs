@@ -19,7 +19,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 
 use self::region::{combinations, inner_runs, runs, scatter, Run};
 use crate::engine::error::{Error, Result};
@@ -31,6 +31,7 @@ use crate::engine::query::node::Node;
 use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::DimSelection;
 use crate::engine::read::hierarchy::Dataset;
+use crate::engine::read::Versions;
 use crate::storage::{join, ByteRange, Expect, StoreError};
 
 /// The elements of a region to write, C order, little-endian: read a
@@ -97,6 +98,9 @@ pub struct WriteOptions {
     /// The most bytes of a region's elements a write holds at once (one
     /// row of its chunks).
     pub max_row_bytes: u64,
+    /// The version of each object an `If-Match` was checked against: an
+    /// object found at another version is 412, never re-read and re-applied.
+    pub expected: Option<Arc<Versions>>,
 }
 
 impl Default for WriteOptions {
@@ -105,6 +109,7 @@ impl Default for WriteOptions {
             retries: 8,
             concurrency: 8,
             max_row_bytes: 1 << 30,
+            expected: None,
         }
     }
 }
@@ -123,6 +128,8 @@ pub struct WriteOutcome {
     pub objects_deleted: u64,
     /// Bytes put.
     pub bytes_written: u64,
+    /// Keys of the objects put or deleted.
+    pub replaced: Vec<String>,
 }
 
 impl WriteOutcome {
@@ -132,6 +139,7 @@ impl WriteOutcome {
         self.objects_written += other.objects_written;
         self.objects_deleted += other.objects_deleted;
         self.bytes_written += other.bytes_written;
+        self.replaced.extend(other.replaced);
         self
     }
 }
@@ -293,12 +301,22 @@ impl Dataset {
                 runs,
             });
             let (data, body_shape) = (&data, &body_shape);
-            let done = futures::stream::iter(units)
+            let mut done = futures::stream::iter(units)
                 .map(|unit| self.write_unit(write, unit, data.clone(), body_shape, options))
-                .buffer_unordered(options.concurrency.max(1))
-                .try_fold(WriteOutcome::default(), |all, one| async move { Ok(all.add(one)) })
-                .await?;
-            outcome = outcome.add(done);
+                .buffer_unordered(options.concurrency.max(1));
+            while let Some(one) = done.next().await {
+                match one {
+                    Ok(one) => outcome = outcome.add(one),
+                    Err(Error::PreconditionFailed(why)) => {
+                        // Let the objects being written finish, then say which were replaced.
+                        while let Some(Ok(one)) = done.next().await {
+                            outcome = outcome.add(one);
+                        }
+                        return Err(Error::PreconditionFailed(already_replaced(why, &outcome.replaced)));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         }
         Ok(outcome)
     }
@@ -330,10 +348,13 @@ impl Dataset {
         let _turn = turn(&self.scope, &object.key).lock().await;
         for attempt in 0..=options.retries {
             let result = match codecs.partial_sharding() {
-                Some(sharding) => self.write_shard(&object, sharding, &codecs).await,
-                None => self.write_chunk(&object, &codecs).await,
+                Some(sharding) => self.write_shard(&object, sharding, &codecs, options).await,
+                None => self.write_chunk(&object, &codecs, options).await,
             };
             match result {
+                Err(Error::Store(StoreError::Changed(_))) if options.expected.is_some() => {
+                    return Err(changed_since_checked(&object.key))
+                }
                 Err(Error::Store(StoreError::Changed(_))) => back_off(attempt).await,
                 other => return other.map_err(|e| e.at_key(&object.key)),
             }
@@ -345,23 +366,41 @@ impl Dataset {
     }
 
     /// The object's current bytes and what a put must expect; `None` when
-    /// the write covers it (it is replaced whatever it holds).
-    async fn current(&self, object: &Object, covered: bool) -> Result<(Option<Bytes>, Expect)> {
+    /// the write covers it (it is replaced whatever it holds, or, under an
+    /// `If-Match`, only at the version that was checked).
+    async fn current(&self, object: &Object, covered: bool, options: &WriteOptions) -> Result<(Option<Bytes>, Expect)> {
+        let checked = options.expected.as_ref().and_then(|v| v.get(&object.key));
         if covered {
-            return Ok((None, Expect::Anything));
+            return Ok((
+                None,
+                checked.map_or(Expect::Anything, |v| Expect::of(Some(v.as_deref()))),
+            ));
         }
-        Ok(match self.store.get(&object.key, ByteRange::All, None).await? {
-            None => (None, Expect::Absent),
-            Some(read) => {
-                let expect = Expect::of(Some(read.info.etag.as_deref()));
-                (Some(read.data), expect)
+        let (data, version) = match self.store.get(&object.key, ByteRange::All, None).await? {
+            None => (None, None),
+            Some(read) => (Some(read.data), Some(read.info.etag)),
+        };
+        if let Some(checked) = checked {
+            let now = version.as_ref().map(|v| v.as_deref());
+            if now != Some(checked.as_deref()) && !(now.is_none() && checked.is_none()) {
+                return Err(changed_since_checked(&object.key));
             }
-        })
+        }
+        let expect = match version {
+            None => Expect::Absent,
+            Some(etag) => Expect::of(Some(etag.as_deref())),
+        };
+        Ok((data, expect))
     }
 
-    async fn write_chunk(&self, object: &Object, codecs: &Arc<CodecChain>) -> Result<WriteOutcome> {
+    async fn write_chunk(
+        &self,
+        object: &Object,
+        codecs: &Arc<CodecChain>,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
         let covered = object.unit.runs.iter().zip(&object.inside).all(|(r, &n)| r.covers(n));
-        let (old, expect) = self.current(object, covered).await?;
+        let (old, expect) = self.current(object, covered, options).await?;
         let existed = old.is_some();
         let (codecs_, body, body_shape, runs, keep_fill) = (
             codecs.clone(),
@@ -399,9 +438,10 @@ impl Dataset {
         object: &Object,
         sharding: &ShardingCodec,
         codecs: &Arc<CodecChain>,
+        options: &WriteOptions,
     ) -> Result<WriteOutcome> {
         let covered = object.unit.runs.iter().zip(&object.inside).all(|(r, &n)| r.covers(n));
-        let (old, expect) = self.current(object, covered).await?;
+        let (old, expect) = self.current(object, covered, options).await?;
         let existed = old.is_some();
         let count: u64 = sharding.chunks_per_shard().iter().product();
         let mut chunks: Vec<Option<Bytes>> = match old {
@@ -527,22 +567,41 @@ impl Dataset {
                 self.store.put(key, bytes, expect).await?;
                 outcome.objects_written = 1;
                 outcome.chunks_written = chunks;
+                outcome.replaced.push(key.to_string());
             }
             None if may_exist => {
                 // Only a chunk read or covered here may have been stored.
                 let existed = match &expect {
                     Expect::Anything => self.store.head(key).await?.is_some(),
-                    _ => true,
+                    Expect::Absent => false,
+                    Expect::Version(_) => true,
                 };
                 if existed {
                     self.store.delete(key, expect).await?;
                     outcome.objects_deleted = 1;
                     outcome.chunks_deleted = chunks;
+                    outcome.replaced.push(key.to_string());
                 }
             }
             None => {}
         }
         Ok(outcome)
+    }
+}
+
+/// The 412 of an object found at another version than the `If-Match`
+/// check saw.
+fn changed_since_checked(key: &str) -> Error {
+    Error::PreconditionFailed(format!("'{key}' changed after If-Match was checked"))
+}
+
+fn already_replaced(why: String, replaced: &[String]) -> String {
+    match replaced {
+        [] => format!("{why}; nothing was written"),
+        keys => format!(
+            "{why}; these objects were already replaced: {}",
+            keys.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::problem::ApiError;
-use crate::engine::{DataType, InMemory, RegionBody, Repeated};
+use crate::engine::{body_handle, DataType, InMemory, Items, RegionBody, Repeated};
 
 /// How much a body may be, and where large ones go.
 #[derive(Debug, Clone)]
@@ -202,6 +202,15 @@ pub(crate) async fn elements(
     region: &Region<'_>,
     limits: &Limits,
 ) -> Result<Arc<dyn RegionBody>, ApiError> {
+    if region.data_type.is_variable() && kind != Kind::Json {
+        return Err(ApiError::Rejected(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "elements of {} (variable length) are written as application/json",
+                region.data_type.name()
+            ),
+        ));
+    }
     match kind {
         Kind::Binary => {
             let expected = region.elements() * region.data_type.size() as u64;
@@ -456,6 +465,9 @@ fn dict_field<'h>(header: &'h str, field: &str) -> Option<&'h str> {
 /// A JSON body: nested lists of the region's shape, or one value filling it.
 fn json(value: &Value, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiError> {
     let data_type = region.data_type;
+    if data_type.is_variable() {
+        return variable(value, region);
+    }
     if !region.shape.is_empty() && !value.is_array() {
         let element = element(value, data_type, &[])?;
         return Ok(Arc::new(Repeated::new(element, region.row_bytes())));
@@ -464,6 +476,38 @@ fn json(value: &Value, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiEr
     let mut at = Vec::new();
     walk(value, region.shape, data_type, &mut at, &mut out)?;
     Ok(Arc::new(InMemory::new(Bytes::from(out), region.row_bytes())))
+}
+
+/// A JSON body of strings (or bytes): handles into the elements, which
+/// are kept apart (see [`Items`]).
+fn variable(value: &Value, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiError> {
+    let mut handles = Vec::with_capacity(region.elements() as usize * 8);
+    let mut encoded = Vec::new();
+    if !region.shape.is_empty() && !value.is_array() {
+        encoded.extend(element(value, region.data_type, &[])?);
+        handles = body_handle(0);
+        let items = split_items(&encoded);
+        return Ok(Arc::new(Items::new(
+            Arc::new(Repeated::new(handles, region.row_bytes())),
+            items,
+        )));
+    }
+    walk(value, region.shape, region.data_type, &mut Vec::new(), &mut encoded)?;
+    let items = split_items(&encoded);
+    for i in 0..items.len() {
+        handles.extend(body_handle(i));
+    }
+    let handles = Arc::new(InMemory::new(Bytes::from(handles), region.row_bytes()));
+    Ok(Arc::new(Items::new(handles, items)))
+}
+
+/// Elements each encoded as a `u32` length and their bytes, apart.
+fn split_items(encoded: &[u8]) -> Vec<Vec<u8>> {
+    crate::engine::vlen::items(encoded)
+        .expect("encoded here")
+        .into_iter()
+        .map(<[u8]>::to_vec)
+        .collect()
 }
 
 fn walk(
@@ -492,7 +536,12 @@ fn walk(
 }
 
 fn element(value: &Value, data_type: DataType, at: &[usize]) -> Result<Vec<u8>, ApiError> {
-    data_type.fill_value_from_json(value).map_err(|_| {
+    let text_expected = matches!(data_type, DataType::String | DataType::FixedUtf32(_));
+    let parsed = match text_expected && !value.is_string() {
+        true => Err(()),
+        false => data_type.fill_value_from_json(value).map_err(|_| ()),
+    };
+    parsed.map_err(|_| {
         ApiError::BadRequest(format!(
             "the JSON body's element at {at:?} is {}: not a value of {}",
             describe(value),

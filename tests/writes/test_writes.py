@@ -412,3 +412,51 @@ def test_nodes_are_created_patched_and_deleted(store):
     assert requests.put(f"{server.url}/v1/datasets/w/nodes", json={"zarr_format": 3, "node_type": "group"}).status_code == 409
     assert requests.patch(f"{server.url}/v1/datasets/ro/nodes", data="{}",
                           headers={"Content-Type": "application/merge-patch+json"}).status_code == 405
+
+
+def test_string_arrays_take_json_bodies(tmp_path):
+    """Strings (variable length) through JSON bodies, in a Zarr v3 `string`
+    array (`vlen-utf8`) and a v2 object array (`VLenUTF8`) made by
+    zarr-python 3, read back by it: regions, a scalar filling a region, a
+    chunk become all fill value deleted, an append; binary bodies are 415."""
+    root = tmp_path / "s.zarr"
+    zarr.open_group(str(root), mode="w")
+    a = zarr.create_array(str(root / "v3"), shape=(7, 5), chunks=(3, 2), dtype=str, fill_value="", zarr_format=3)
+    a[:3] = np.array([[f"r{i}c{j}" for j in range(5)] for i in range(3)])
+    b = zarr.create_array(str(root / "v2"), shape=(6,), chunks=(4,), dtype=str, zarr_format=2)
+    b[:] = np.array(["p", "q", "r", "s", "t", "u"])
+    server = Server(tmp_path, root)
+    try:
+        model = a[...].astype(object)
+        new = [["α β", "", "long string " * 5], ["x", "y", "日本"]]
+        r = server.put("v3", "1:3,1:4", json.dumps(new), "application/json")
+        assert r.status_code == 200, r.text
+        model[1:3, 1:4] = new
+        r = server.put("v3", "5:7,:", json.dumps("fill me"), "application/json")
+        assert r.status_code == 200, r.text
+        model[5:7, :] = "fill me"
+        # the last row of chunks (rows 6..7) back to the fill value: its chunk files go
+        r = server.put("v3", "6:7,:", json.dumps(""), "application/json")
+        assert r.status_code == 200 and r.json()["chunks_deleted"] == 3, r.text
+        model[6:7, :] = ""
+        assert not list((root / "v3" / "c" / "2").glob("*")), "chunks of fill values stay stored"
+        np.testing.assert_array_equal(zarr.open_array(str(root / "v3"), mode="r")[...].astype(object), model)
+        np.testing.assert_array_equal(server.read("v3").astype(object), model)
+        # binary bodies cannot carry strings; a number is not a string; nothing written
+        before = tree_hash(root)
+        assert server.put("v3", "0,0", b"abcdefgh").status_code == 415
+        assert server.put("v3", "0,0:2", json.dumps(["a", 5]), "application/json").status_code == 400
+        assert tree_hash(root) == before
+        # append a row
+        r = requests.post(f"{server.url}/v1/datasets/w/data/v3?append=0",
+                          data=json.dumps([["n0", "n1", "n2", "n3", "n4"]]), headers={"Content-Type": "application/json"})
+        assert r.status_code == 200, r.text
+        model = np.concatenate([model, np.array([["n0", "n1", "n2", "n3", "n4"]], dtype=object)])
+        np.testing.assert_array_equal(zarr.open_array(str(root / "v3"), mode="r")[...].astype(object), model)
+        # v2 object array with VLenUTF8
+        r = server.put("v2", "1:4", json.dumps(["é", "", "zz"]), "application/json")
+        assert r.status_code == 200, r.text
+        np.testing.assert_array_equal(zarr.open_array(str(root / "v2"), mode="r")[...].astype(object),
+                                      np.array(["p", "é", "", "zz", "t", "u"], dtype=object))
+    finally:
+        server.stop()

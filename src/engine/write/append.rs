@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use super::{RegionBody, RegionWrite, WriteOptions, WriteOutcome};
 use crate::engine::error::{Error, Result};
-use crate::engine::format::codec::cannot_write;
 use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::Selection;
 use crate::engine::read::hierarchy::Dataset;
@@ -51,9 +50,6 @@ impl Dataset {
             ));
         }
         // What cannot be written is refused before the array grows.
-        if meta.data_type.is_variable() {
-            return Err(cannot_write(&format!("{} elements", meta.data_type.name())));
-        }
         meta.codecs.check_writable()?;
         if meta.codecs.checks_values() {
             let mut shape = meta.shape.clone();

@@ -12,8 +12,10 @@
 mod append;
 mod nodes;
 mod region;
+mod vlen;
 
 pub use append::Appended;
+pub use vlen::{body_handle, Items};
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -40,6 +42,12 @@ pub trait RegionBody: Send + Sync {
     /// The elements of positions `rows` along the region's first
     /// dimension (all of them for a 0-d array: `0..1`).
     fn rows(&self, rows: Range<u64>) -> std::io::Result<Bytes>;
+
+    /// The variable-length elements the rows' handles name (see
+    /// [`Items`]); `None` for fixed-size elements.
+    fn items(&self) -> Option<Arc<Vec<Vec<u8>>>> {
+        None
+    }
 }
 
 /// A body held in memory.
@@ -168,12 +176,6 @@ impl RegionWrite {
             ));
         }
         let meta = plan.node.array()?;
-        if meta.data_type.is_variable() {
-            return Err(crate::engine::format::codec::cannot_write(&format!(
-                "{} elements",
-                meta.data_type.name()
-            )));
-        }
         region::check_rectangular(&plan.dims)?;
         meta.codecs.check_writable()?;
         // A Zarr v2 array without a fill value reads a missing chunk as
@@ -265,6 +267,7 @@ impl Dataset {
             let rows = write.region_shape().first().copied().unwrap_or(1);
             check_values(&meta.codecs, rows, write.row_bytes(), &body, options).await?;
         }
+        let items = body.items();
         let mut outcome = WriteOutcome::default();
         // A chunk row at a time: the runs of the first dimension.
         let rows: Vec<Option<Run>> = match per_dim.first() {
@@ -300,9 +303,9 @@ impl Dataset {
                 coords: runs.iter().map(|r| r.chunk).collect(),
                 runs,
             });
-            let (data, body_shape) = (&data, &body_shape);
+            let (data, body_shape, items) = (&data, &body_shape, &items);
             let mut done = futures::stream::iter(units)
-                .map(|unit| self.write_unit(write, unit, data.clone(), body_shape, options))
+                .map(|unit| self.write_unit(write, unit, (data.clone(), items.clone()), body_shape, options))
                 .buffer_unordered(options.concurrency.max(1));
             while let Some(one) = done.next().await {
                 match one {
@@ -325,7 +328,7 @@ impl Dataset {
         &self,
         write: &RegionWrite,
         unit: Unit,
-        body: Bytes,
+        (body, items): (Bytes, Option<Arc<Vec<Vec<u8>>>>),
         body_shape: &[u64],
         options: &WriteOptions,
     ) -> Result<WriteOutcome> {
@@ -335,6 +338,7 @@ impl Dataset {
         let object = Object {
             key,
             body,
+            items,
             body_shape: body_shape.to_vec(),
             // The whole chunk, out-of-bounds edges included: whether a
             // write covers it never depends on the shape this process has
@@ -409,8 +413,19 @@ impl Dataset {
             object.unit.runs.clone(),
             object.keep_fill,
         );
+        let items = object.items.clone();
         let encoded = blocking(move || {
             let repr = codecs_.decoded_repr();
+            if repr.data_type.is_variable() {
+                let count = repr.num_elements() as usize;
+                let (mut handles, held) = vlen::chunk_handles(old, &codecs_, count)?;
+                scatter(&body, &body_shape, &mut handles, &repr.shape, &runs, 8);
+                let body_items = items.as_deref().map_or(&[][..], Vec::as_slice);
+                return match vlen::resolve(&handles, &held, body_items, &repr.fill_value, keep_fill) {
+                    None => Ok(None),
+                    Some(chunk) => codecs_.encode(chunk).map(Some),
+                };
+            }
             let mut chunk = match old {
                 Some(old) => codecs_.decode(old)?.to_vec(),
                 None => repr.fill_chunk().to_vec(),
@@ -609,6 +624,8 @@ fn already_replaced(why: String, replaced: &[String]) -> String {
 struct Object {
     key: String,
     body: Bytes,
+    /// The body's variable-length elements, which its handles name.
+    items: Option<Arc<Vec<Vec<u8>>>>,
     body_shape: Vec<u64>,
     /// The object's shape: a run covers it when it covers every position.
     inside: Vec<u64>,

@@ -339,7 +339,7 @@ impl CodecChain {
     pub fn encode(&self, decoded: impl Into<Bytes>) -> Result<Bytes> {
         let mut array: Bytes = decoded.into();
         let expected = self.decoded_repr.size_bytes();
-        if array.len() != expected {
+        if array.len() != expected && !self.decoded_repr.data_type.is_variable() {
             return Err(Error::InvalidRequest(format!(
                 "a chunk to encode has {} bytes, expected {expected}",
                 array.len()

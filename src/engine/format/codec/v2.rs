@@ -101,9 +101,6 @@ impl FilterStack {
 
     /// 501 unless [`FilterStack::encode`] can encode chunks of `repr`.
     pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
-        if self.vlen.is_some() {
-            return Err(super::cannot_write(&format!("{} elements", repr.data_type.name())));
-        }
         for (filter, _) in &self.filters {
             match filter {
                 Numcodec::Filter(Filter::BitRound { .. }) if !self.bytes.is_identity(repr) => {
@@ -123,7 +120,10 @@ impl FilterStack {
     /// order, then the filters in order.
     pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         self.check_writable(repr)?;
-        let mut data = self.bytes.encode(array, repr);
+        let mut data = match &self.vlen {
+            Some(vlen) => vlen.encode(&array, repr)?,
+            None => self.bytes.encode(array, repr),
+        };
         for (filter, data_type) in &self.filters {
             data = Bytes::from(match filter {
                 Numcodec::Filter(f) => f.encode(&data, *data_type)?,

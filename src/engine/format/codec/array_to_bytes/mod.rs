@@ -70,7 +70,7 @@ impl ArrayToBytesCodec {
             Self::Sharding(s) => s.inner_codecs().check_writable(),
             Self::PackBits(_) => Ok(()),
             Self::Elements(e) => e.check_writable(),
-            Self::Vlen(_) => Err(cannot_write(&format!("{} elements", repr.data_type.name()))),
+            Self::Vlen(_) => Ok(()),
         }
     }
 
@@ -81,7 +81,7 @@ impl ArrayToBytesCodec {
             Self::Sharding(s) => s.encode(&array, repr).map(Bytes::from),
             Self::PackBits(p) => Ok(Bytes::from(p.encode(&array, repr))),
             Self::Elements(e) => e.encode(&array, repr.data_type).map(Bytes::from),
-            Self::Vlen(_) => Err(cannot_write(&format!("{} elements", repr.data_type.name()))),
+            Self::Vlen(v) => v.encode(&array, repr),
         }
     }
 

@@ -65,6 +65,29 @@ impl VlenCodec {
     }
 }
 
+impl VlenCodec {
+    /// Encode the chunk's elements (each a `u32` length and its bytes, in
+    /// C order): the element count, then the elements (text checked UTF-8).
+    pub(crate) fn encode(&self, decoded: &[u8], repr: &ChunkRepr) -> Result<Bytes> {
+        let items = ranges(decoded, Some(repr.num_elements() as usize))
+            .map_err(|e| Error::Internal(format!("a vlen chunk to encode: {e}")))?;
+        if self.utf8 {
+            if let Some(i) = items
+                .iter()
+                .position(|r| std::str::from_utf8(&decoded[r.clone()]).is_err())
+            {
+                return Err(Error::InvalidRequest(format!(
+                    "element {i} of a string chunk is not UTF-8"
+                )));
+            }
+        }
+        let mut out = Vec::with_capacity(4 + decoded.len());
+        out.extend((items.len() as u32).to_le_bytes());
+        out.extend_from_slice(decoded);
+        Ok(Bytes::from(out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +119,13 @@ mod tests {
         );
         let codec = VlenCodec::new("vlen-bytes", &bytes).unwrap();
         assert!(codec.decode(chunk(&[b"a", b"\xff"]), &bytes).is_ok());
+        let items: Vec<u8> = [&b"a"[..], "é".as_bytes()]
+            .iter()
+            .flat_map(|i| encode_item(i))
+            .collect();
+        let utf8 = VlenCodec::new("vlen-utf8", &repr).unwrap();
+        assert_eq!(utf8.encode(&items, &repr).unwrap(), chunk(&[b"a", "é".as_bytes()]));
+        assert!(utf8.encode(&encode_item(b"\xff").repeat(2), &repr).is_err());
         let numbers = ChunkRepr::new(vec![2], DataType::UInt8, vec![0]);
         assert!(VlenCodec::new("vlen-utf8", &numbers).is_err());
     }

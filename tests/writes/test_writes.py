@@ -460,3 +460,43 @@ def test_string_arrays_take_json_bodies(tmp_path):
                                       np.array(["p", "é", "", "zz", "t", "u"], dtype=object))
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("fmt", [3, 2])
+def test_consolidated_metadata_follows_node_changes(tmp_path, fmt):
+    """A store with consolidated metadata (v3 `consolidated_metadata`, v2
+    `.zmetadata`, as zarr.consolidate_metadata writes them): an append, a
+    resize, new attributes, a new node and a deletion through the service
+    are what zarr-python sees when it opens the store consolidated (as
+    xarray does by default)."""
+    root = tmp_path / "c.zarr"
+    group = zarr.open_group(str(root), mode="w", zarr_format=fmt)
+    log = group.create_array("log", shape=(4, 3), chunks=(2, 3), dtype="int32", fill_value=0)
+    log[:] = np.arange(12, dtype="int32").reshape(4, 3)
+    group.create_array("gone/inner", shape=(2,), chunks=(2,), dtype="uint8", fill_value=0)
+    zarr.consolidate_metadata(str(root), zarr_format=fmt)
+    server = Server(tmp_path, root)
+    try:
+        r = requests.post(f"{server.url}/v1/datasets/w/data/log?append=0", data=json.dumps([[7, 8, 9]] * 2),
+                          headers={"Content-Type": "application/json"})
+        assert r.status_code == 200, r.text
+        merge = {"Content-Type": "application/merge-patch+json"}
+        r = requests.patch(node_url(server, "log"), data=json.dumps({"attributes": {"units": "m"}}), headers=merge)
+        assert r.status_code == 200, r.text
+        doc = ({"zarr_format": 3, "node_type": "group", "attributes": {"made": "here"}} if fmt == 3
+               else {"zarr_format": 2})
+        assert requests.put(node_url(server, "new/sub"), json=doc).status_code == 201
+        assert requests.delete(node_url(server, "gone")).status_code == 204
+        seen = zarr.open_consolidated(str(root), mode="r", zarr_format=fmt)
+        assert seen["log"].shape == (6, 3)
+        assert dict(seen["log"].attrs) == {"units": "m"}
+        np.testing.assert_array_equal(seen["log"][4:], [[7, 8, 9]] * 2)
+        assert "sub" in seen["new"]
+        assert "gone" not in seen, "a deleted node is still in the consolidated metadata"
+        names = sorted(k for k, _ in seen.members(max_depth=None))
+        assert names == ["log", "new", "new/sub"], names
+        r = requests.patch(node_url(server, "log"), data=json.dumps({"shape": [3, 3]}), headers=merge)
+        assert r.status_code == 200, r.text
+        assert zarr.open_consolidated(str(root), mode="r", zarr_format=fmt)["log"].shape == (3, 3)
+    finally:
+        server.stop()

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::consolidated::Change;
 use super::{RegionBody, RegionWrite, WriteOptions, WriteOutcome};
 use crate::engine::error::{Error, Result};
 use crate::engine::query::plan::ReadPlan;
@@ -60,6 +61,8 @@ impl Dataset {
         let zarr_format = node.metadata.as_ref().map_or(3, |m| m.zarr_format());
         let key = join(&path, if zarr_format == 2 { ".zarray" } else { "zarr.json" });
         let (offset, shape) = self.grow(&key, dim, count, options.retries).await?;
+        self.reconsolidate(Change::Nodes(std::slice::from_ref(&path)), options.retries)
+            .await?;
         self.forget_nodes().await;
         // Read again from the store, never from the cache: a request that
         // read the metadata before it grew may have cached it since.

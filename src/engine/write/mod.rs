@@ -10,6 +10,7 @@
 //! write holds one row of chunks of it, not all of it.
 
 mod append;
+mod consolidated;
 mod nodes;
 mod region;
 mod vlen;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
+use super::consolidated::Change;
 use super::{RegionBody, RegionWrite, Repeated, WriteOptions};
 use crate::engine::error::{Error, Result};
 use crate::engine::format::metadata::NodeMetadata;
@@ -111,6 +112,14 @@ impl Dataset {
             }
             other => other?,
         };
+        let mut changed: Vec<String> = vec![path.clone()];
+        let mut at = parent(&path);
+        while let Some(p) = at {
+            changed.push(p.to_string());
+            at = parent(p);
+        }
+        self.reconsolidate(Change::Nodes(&changed), WriteOptions::default().retries)
+            .await?;
         self.forget_nodes().await;
         self.node(&path).await
     }
@@ -137,7 +146,10 @@ impl Dataset {
         for ancestor in ancestors.iter().rev() {
             for name in [".zarray", "zarr.json"] {
                 if let Some(read) = self.store.get(&join(ancestor, name), ByteRange::All, None).await? {
-                    let is_array = name == ".zarray" || read.data.windows(7).any(|w| w == b"\"array\"");
+                    // The node's own type (a root's consolidated metadata names arrays too).
+                    let is_array = name == ".zarray"
+                        || serde_json::from_slice::<Value>(&read.data)
+                            .is_ok_and(|doc| doc.get("node_type").and_then(Value::as_str) == Some("array"));
                     if is_array {
                         return Err(Error::Conflict(format!(
                             "'/{ancestor}' is an array: no node can be created under it"
@@ -210,6 +222,8 @@ impl Dataset {
             })
             .await?;
         }
+        self.reconsolidate(Change::Nodes(std::slice::from_ref(&path)), options.retries)
+            .await?;
         self.fresh_node(&path).await
     }
 
@@ -262,7 +276,7 @@ impl Dataset {
     /// Read `key` (a JSON document; `{}` when missing), change it with
     /// `change`, and put it back conditional on the version read, again
     /// from the read when another writer changed it.
-    async fn update_document(
+    pub(super) async fn update_document(
         &self,
         key: &str,
         retries: usize,
@@ -279,8 +293,9 @@ impl Dataset {
             };
             change(&mut doc)?;
             let bytes = document_bytes(&doc);
-            if !key.ends_with(".zattrs") {
-                check_readable(&bytes, key, key.rsplit('/').next().unwrap_or(key))?;
+            let name = key.rsplit('/').next().unwrap_or(key);
+            if DOCUMENTS.contains(&name) {
+                check_readable(&bytes, key, name)?;
             }
             match self.store.put(key, bytes, expect).await {
                 Ok(_) => return Ok(()),
@@ -317,6 +332,8 @@ impl Dataset {
         for key in &keys {
             self.store.delete(key, Expect::Anything).await?;
         }
+        self.reconsolidate(Change::Removed(&path), WriteOptions::default().retries)
+            .await?;
         self.forget_nodes().await;
         Ok(keys.len() as u64)
     }

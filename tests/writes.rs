@@ -126,19 +126,19 @@ fn positions(region: &[(u64, u64, u64)]) -> Vec<Vec<u64>> {
         .collect()
 }
 
-/// `model` (C order, elements of `size` bytes, of `shape`) with `body`
-/// written over `region`.
-fn apply(model: &mut [u8], shape: &[u64], size: usize, region: &[(u64, u64, u64)], body: &[u8]) {
+/// The element offsets (in elements, C order) of `region` in an array
+/// of `shape`, in the region's C order.
+fn offsets(shape: &[u64], region: &[(u64, u64, u64)]) -> Vec<usize> {
     let positions = positions(region);
     let count: usize = positions.iter().map(Vec::len).product();
+    let mut out = Vec::with_capacity(count);
     let mut at = vec![0usize; shape.len()];
-    for k in 0..count {
+    for _ in 0..count {
         let mut offset = 0u64;
         for d in 0..shape.len() {
             offset = offset * shape[d] + positions[d][at[d]];
         }
-        let o = offset as usize * size;
-        model[o..o + size].copy_from_slice(&body[k * size..(k + 1) * size]);
+        out.push(offset as usize);
         for d in (0..shape.len()).rev() {
             at[d] += 1;
             if at[d] < positions[d].len() {
@@ -146,6 +146,15 @@ fn apply(model: &mut [u8], shape: &[u64], size: usize, region: &[(u64, u64, u64)
             }
             at[d] = 0;
         }
+    }
+    out
+}
+
+/// `model` (C order, elements of `size` bytes, of `shape`) with `body`
+/// written over `region`.
+fn apply(model: &mut [u8], shape: &[u64], size: usize, region: &[(u64, u64, u64)], body: &[u8]) {
+    for (k, o) in offsets(shape, region).into_iter().enumerate() {
+        model[o * size..(o + 1) * size].copy_from_slice(&body[k * size..(k + 1) * size]);
     }
 }
 
@@ -167,26 +176,10 @@ async fn try_read_all(server: &Server, path: &str) -> Option<Vec<u8>> {
 
 /// The elements of `region` in `array` (C order, elements of `size` bytes).
 fn extract(array: &[u8], shape: &[u64], size: usize, region: &[(u64, u64, u64)]) -> Vec<u8> {
-    let positions = positions(region);
-    let count: usize = positions.iter().map(Vec::len).product();
-    let mut out = Vec::with_capacity(count * size);
-    let mut at = vec![0usize; shape.len()];
-    for _ in 0..count {
-        let mut offset = 0u64;
-        for d in 0..shape.len() {
-            offset = offset * shape[d] + positions[d][at[d]];
-        }
-        let o = offset as usize * size;
-        out.extend_from_slice(&array[o..o + size]);
-        for d in (0..shape.len()).rev() {
-            at[d] += 1;
-            if at[d] < positions[d].len() {
-                break;
-            }
-            at[d] = 0;
-        }
-    }
-    out
+    offsets(shape, region)
+        .into_iter()
+        .flat_map(|o| array[o * size..(o + 1) * size].iter().copied())
+        .collect()
 }
 
 async fn put(server: &Server, path: &str, select: &str, content_type: &str, body: Vec<u8>) -> reqwest::Response {

@@ -58,22 +58,14 @@ pub fn app(state: Arc<AppState>) -> Router {
 /// on request; passthrough values are served as stored (ranges and lengths
 /// stay exact).
 pub fn routes() -> Router<Arc<AppState>> {
+    let root = get(nodes::root_node)
+        .put(write::create_node)
+        .patch(write::patch_node)
+        .delete(write::delete_node);
     let documents = Router::new()
         .route("/v1/datasets", get(nodes::list_datasets))
-        .route(
-            "/v1/datasets/{ds}/nodes",
-            get(nodes::root_node)
-                .put(write::create_root)
-                .patch(write::patch_root)
-                .delete(write::delete_root),
-        )
-        .route(
-            "/v1/datasets/{ds}/nodes/",
-            get(nodes::root_node)
-                .put(write::create_root)
-                .patch(write::patch_root)
-                .delete(write::delete_root),
-        )
+        .route("/v1/datasets/{ds}/nodes", root.clone())
+        .route("/v1/datasets/{ds}/nodes/", root)
         .route(
             "/v1/datasets/{ds}/nodes/{*path}",
             get(nodes::node)

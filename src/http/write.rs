@@ -216,33 +216,20 @@ async fn node_answer(dataset: &crate::engine::Dataset, path: &str, status: Statu
     Ok(response)
 }
 
-/// `PUT /v1/datasets/{ds}/nodes/{path}`: create an array or a group.
+/// The node a node route names: `/nodes/{path}`, or the root (`/nodes`).
+#[derive(serde::Deserialize)]
+pub(super) struct NodeAt {
+    ds: String,
+    #[serde(default)]
+    path: String,
+}
+
+/// `PUT /v1/datasets/{ds}/nodes/{path}` (or `/nodes`, the root): create an
+/// array or a group.
 pub(super) async fn create_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Path((ds, path)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    create(&state, caller, ds, path, headers, body).await
-}
-
-/// `PUT /v1/datasets/{ds}/nodes`: create the root (409 where it exists).
-pub(super) async fn create_root(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(ds): Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    create(&state, caller, ds, String::new(), headers, body).await
-}
-
-async fn create(
-    state: &AppState,
-    caller: Caller,
-    ds: String,
-    path: String,
+    Path(NodeAt { ds, path }): Path<NodeAt>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -254,34 +241,12 @@ async fn create(
     node_answer(dataset, &path, StatusCode::CREATED).await
 }
 
-/// `PATCH /v1/datasets/{ds}/nodes/{path}`: a merge patch of `attributes`
-/// and `shape`.
+/// `PATCH /v1/datasets/{ds}/nodes/{path}` (or `/nodes`): a merge patch of
+/// `attributes` and `shape`.
 pub(super) async fn patch_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Path((ds, path)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    patch(&state, caller, ds, path, headers, body).await
-}
-
-/// `PATCH /v1/datasets/{ds}/nodes`: a merge patch of the root.
-pub(super) async fn patch_root(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(ds): Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    patch(&state, caller, ds, String::new(), headers, body).await
-}
-
-async fn patch(
-    state: &AppState,
-    caller: Caller,
-    ds: String,
-    path: String,
+    Path(NodeAt { ds, path }): Path<NodeAt>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -296,32 +261,12 @@ async fn patch(
     node_answer(dataset, &path, StatusCode::OK).await
 }
 
-/// `DELETE /v1/datasets/{ds}/nodes/{path}`: the node and everything under it.
+/// `DELETE /v1/datasets/{ds}/nodes/{path}`: the node and everything under
+/// it (`/nodes`, the root: 400, after the dataset's write checks).
 pub(super) async fn delete_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Path((ds, path)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    delete(&state, caller, ds, path, headers).await
-}
-
-/// `DELETE /v1/datasets/{ds}/nodes`: refused (400) as the engine refuses
-/// deleting the root, after the dataset's write checks.
-pub(super) async fn delete_root(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(ds): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    delete(&state, caller, ds, String::new(), headers).await
-}
-
-async fn delete(
-    state: &AppState,
-    caller: Caller,
-    ds: String,
-    path: String,
+    Path(NodeAt { ds, path }): Path<NodeAt>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let dataset = state.writable(&ds, &caller, NODE_METHODS)?;

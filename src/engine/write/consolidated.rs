@@ -33,18 +33,10 @@ impl Dataset {
     pub(super) async fn reconsolidate(&self, change: Change<'_>, retries: usize) -> Result<()> {
         if self.store.head(".zmetadata").await?.is_some() {
             let entries = self.v2_entries(&change).await?;
+            // Keys are documents (`a/b/.zarray`): their node is the part before the name.
+            let node_of = |key: &str| key.rsplit_once('/').map_or("", |(p, _)| p).to_string();
             self.update_document(".zmetadata", retries, |doc| {
-                let metadata = entries_of(doc, "metadata")?;
-                if let Change::Removed(path) = change {
-                    metadata.retain(|key, _| !in_subtree(key.rsplit_once('/').map_or("", |(p, _)| p), path));
-                }
-                for (key, value) in &entries {
-                    match value {
-                        Some(v) => metadata.insert(key.clone(), v.clone()),
-                        None => metadata.remove(key),
-                    };
-                }
-                Ok(())
+                apply(entries_of(doc, "metadata")?, &change, &entries, node_of)
             })
             .await?;
         }
@@ -59,17 +51,7 @@ impl Dataset {
                     .get_mut("consolidated_metadata")
                     .filter(|c| c.is_object())
                     .ok_or_else(|| Error::Conflict("the root's consolidated_metadata went away".into()))?;
-                let metadata = entries_of(holder, "metadata")?;
-                if let Change::Removed(path) = change {
-                    metadata.retain(|key, _| !in_subtree(key, path));
-                }
-                for (key, value) in &entries {
-                    match value {
-                        Some(v) => metadata.insert(key.clone(), v.clone()),
-                        None => metadata.remove(key),
-                    };
-                }
-                Ok(())
+                apply(entries_of(holder, "metadata")?, &change, &entries, str::to_string)
             })
             .await?;
         }
@@ -117,6 +99,26 @@ impl Dataset {
                 .map_err(|e| Error::corrupt(key, e.to_string())),
         }
     }
+}
+
+/// Drop the entries of a removed subtree (`node_of` gives an entry's node
+/// path), then set or drop `entries`.
+fn apply(
+    metadata: &mut Map<String, Value>,
+    change: &Change<'_>,
+    entries: &[(String, Option<Value>)],
+    node_of: impl Fn(&str) -> String,
+) -> Result<()> {
+    if let Change::Removed(path) = change {
+        metadata.retain(|key, _| !in_subtree(&node_of(key), path));
+    }
+    for (key, value) in entries {
+        match value {
+            Some(v) => metadata.insert(key.clone(), v.clone()),
+            None => metadata.remove(key),
+        };
+    }
+    Ok(())
 }
 
 /// The object `doc[field]`, made one if missing.

@@ -464,8 +464,23 @@ async fn an_object_changed_after_if_match_is_412_naming_what_was_replaced() {
     let plan = after.plan_read(path, &Selection::parse(":,:").unwrap()).await.unwrap();
     let (_, now) = after.read_all(&plan).await.unwrap();
     assert_eq!(now.get(&stale), versions.get(&stale), "the stale object was written");
+    // An object checked as absent but there now is 412 too, though the
+    // write covers it whole.
+    let mut absent = now.clone();
+    absent.insert(stale.clone(), None);
     let options = WriteOptions {
-        expected: Some(Arc::new(now)),
+        expected: Some(Arc::new(absent)),
+        concurrency: 1,
+        ..WriteOptions::default()
+    };
+    let body = InMemory::new(bytes::Bytes::from(vec![0x22u8; before.len()]), row_bytes);
+    let err = after.write_region(&write, Arc::new(body), &options).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::PreconditionFailed(d) if d.contains(&stale)),
+        "{err:?}"
+    );
+    let options = WriteOptions {
+        expected: Some(Arc::new(after.read_all(&plan).await.unwrap().1)),
         ..WriteOptions::default()
     };
     let body = InMemory::new(bytes::Bytes::from(vec![0x11u8; before.len()]), row_bytes);

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::problem::ApiError;
-use crate::engine::{body_handle, DataType, InMemory, Items, RegionBody, Repeated};
+use crate::engine::{DataType, InMemory, Items, RegionBody, Repeated};
 
 /// How much a body may be, and where large ones go.
 #[derive(Debug, Clone)]
@@ -481,24 +481,14 @@ fn json(value: &Value, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiEr
 /// A JSON body of strings (or bytes): handles into the elements, which
 /// are kept apart (see [`Items`]).
 fn variable(value: &Value, region: &Region<'_>) -> Result<Arc<dyn RegionBody>, ApiError> {
-    let mut handles = Vec::with_capacity(region.elements() as usize * 8);
     let mut encoded = Vec::new();
     if !region.shape.is_empty() && !value.is_array() {
         encoded.extend(element(value, region.data_type, &[])?);
-        handles = body_handle(0);
-        let items = split_items(&encoded);
-        return Ok(Arc::new(Items::new(
-            Arc::new(Repeated::new(handles, region.row_bytes())),
-            items,
-        )));
+        let item = split_items(&encoded).pop().expect("one element");
+        return Ok(Arc::new(Items::repeated(item, region.row_bytes())));
     }
     walk(value, region.shape, region.data_type, &mut Vec::new(), &mut encoded)?;
-    let items = split_items(&encoded);
-    for i in 0..items.len() {
-        handles.extend(body_handle(i));
-    }
-    let handles = Arc::new(InMemory::new(Bytes::from(handles), region.row_bytes()));
-    Ok(Arc::new(Items::new(handles, items)))
+    Ok(Arc::new(Items::listed(split_items(&encoded), region.row_bytes())))
 }
 
 /// Elements each encoded as a `u32` length and their bytes, apart.

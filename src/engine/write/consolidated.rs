@@ -31,7 +31,14 @@ pub(super) enum Change<'a> {
 impl Dataset {
     /// Update the root's consolidated metadata, if it has any, for `change`.
     pub(super) async fn reconsolidate(&self, change: Change<'_>, retries: usize) -> Result<()> {
-        if self.store.head(".zmetadata").await?.is_some() {
+        // Which form, from the root's metadata as this process has it (no
+        // request for a v3 root; a v2 store is asked for `.zmetadata`).
+        let root = self.node("").await.ok().and_then(|n| n.metadata.clone());
+        let v3 = root.as_ref().is_some_and(|m| m.zarr_format() == 3);
+        let v3_consolidated = root
+            .as_ref()
+            .is_some_and(|m| v3 && m.raw().get("consolidated_metadata").is_some_and(Value::is_object));
+        if !v3 && self.store.head(".zmetadata").await?.is_some() {
             let entries = self.v2_entries(&change).await?;
             // Keys are documents (`a/b/.zarray`): their node is the part before the name.
             let node_of = |key: &str| key.rsplit_once('/').map_or("", |(p, _)| p).to_string();
@@ -40,11 +47,7 @@ impl Dataset {
             })
             .await?;
         }
-        let root = self.store.get("zarr.json", ByteRange::All, None).await?;
-        let consolidated = root
-            .and_then(|r| serde_json::from_slice::<Value>(&r.data).ok())
-            .is_some_and(|doc| doc.get("consolidated_metadata").is_some_and(Value::is_object));
-        if consolidated {
+        if v3_consolidated {
             let entries = self.v3_entries(&change).await?;
             self.update_document("zarr.json", retries, |doc| {
                 let holder = doc

@@ -16,7 +16,7 @@ mod region;
 mod vlen;
 
 pub use append::Appended;
-pub use vlen::{body_handle, Items};
+pub use vlen::Items;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -374,28 +374,22 @@ impl Dataset {
     /// the write covers it (it is replaced whatever it holds, or, under an
     /// `If-Match`, only at the version that was checked).
     async fn current(&self, object: &Object, covered: bool, options: &WriteOptions) -> Result<(Option<Bytes>, Expect)> {
+        // The version checked: `None` for an object that was not there.
         let checked = options.expected.as_ref().and_then(|v| v.get(&object.key));
         if covered {
-            return Ok((
-                None,
-                checked.map_or(Expect::Anything, |v| Expect::of(Some(v.as_deref()))),
-            ));
+            let expect = match checked {
+                None => Expect::Anything,
+                Some(version) => Expect::of(version.as_deref().map(Some)),
+            };
+            return Ok((None, expect));
         }
-        let (data, version) = match self.store.get(&object.key, ByteRange::All, None).await? {
-            None => (None, None),
-            Some(read) => (Some(read.data), Some(read.info.etag)),
-        };
-        if let Some(checked) = checked {
-            let now = version.as_ref().map(|v| v.as_deref());
-            if now != Some(checked.as_deref()) && !(now.is_none() && checked.is_none()) {
-                return Err(changed_since_checked(&object.key));
-            }
+        let read = self.store.get(&object.key, ByteRange::All, None).await?;
+        let version = read.as_ref().map(|r| r.info.etag.as_deref());
+        if checked.is_some_and(|c| c.as_deref() != version.flatten()) {
+            return Err(changed_since_checked(&object.key));
         }
-        let expect = match version {
-            None => Expect::Absent,
-            Some(etag) => Expect::of(Some(etag.as_deref())),
-        };
-        Ok((data, expect))
+        let expect = Expect::of(version);
+        Ok((read.map(|r| r.data), expect))
     }
 
     async fn write_chunk(
@@ -699,7 +693,7 @@ pub(crate) async fn check_values(
             let data = source
                 .rows(range)
                 .map_err(|e| Error::InvalidRequest(format!("the body could not be read: {e}")))?;
-            codecs.check_values(&data)
+            codecs.check_values(data)
         })
         .await
         .map_err(|e| Error::Internal(e.to_string()))??;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::RegionBody;
+use super::{InMemory, RegionBody, Repeated};
 use crate::engine::error::Result;
 use crate::engine::format::codec::CodecChain;
 use crate::engine::format::vlen::{encode_item, ranges, FILL_HANDLE};
@@ -23,23 +23,33 @@ use crate::engine::format::vlen::{encode_item, ranges, FILL_HANDLE};
 const BODY_HANDLE: u64 = 1 << 63;
 
 /// The handle of the body's element `index`.
-pub fn body_handle(index: usize) -> Vec<u8> {
+fn body_handle(index: usize) -> Vec<u8> {
     (BODY_HANDLE | index as u64).to_le_bytes().to_vec()
 }
 
-/// A body of variable-length elements: handles (see [`body_handle`]) in
-/// the region's order, naming `items`.
+/// A body of variable-length elements (their bytes, UTF-8 for strings):
+/// handles in the region's order, naming `items`.
 pub struct Items {
     handles: Arc<dyn RegionBody>,
     items: Arc<Vec<Vec<u8>>>,
 }
 
 impl Items {
-    /// `handles` naming the elements `items` (their bytes, UTF-8 for strings).
-    pub fn new(handles: Arc<dyn RegionBody>, items: Vec<Vec<u8>>) -> Self {
+    /// `items` in the region's C order, in rows of `row_bytes` bytes of
+    /// handles.
+    pub fn listed(items: Vec<Vec<u8>>, row_bytes: usize) -> Self {
+        let handles: Vec<u8> = (0..items.len()).flat_map(body_handle).collect();
         Self {
-            handles,
+            handles: Arc::new(InMemory::new(Bytes::from(handles), row_bytes)),
             items: Arc::new(items),
+        }
+    }
+
+    /// `item` in every position.
+    pub fn repeated(item: Vec<u8>, row_bytes: usize) -> Self {
+        Self {
+            handles: Arc::new(Repeated::new(body_handle(0), row_bytes)),
+            items: Arc::new(vec![item]),
         }
     }
 }
@@ -88,15 +98,14 @@ pub(super) fn resolve(
             h => &held[h as usize],
         }
     };
-    let all_fill = handles.chunks_exact(8).all(|h| element(h) == fill_bytes);
-    if all_fill && !keep_fill {
-        return None;
-    }
     let mut out = Vec::new();
+    let mut all_fill = true;
     for h in handles.chunks_exact(8) {
-        out.extend(encode_item(element(h)));
+        let element = element(h);
+        all_fill &= element == fill_bytes;
+        out.extend(encode_item(element));
     }
-    Some(out)
+    (keep_fill || !all_fill).then_some(out)
 }
 
 #[cfg(test)]

@@ -379,8 +379,8 @@ impl CodecChain {
     /// 400 if a value of `elements` (little-endian, of the chain's decoded
     /// type, in any order) cannot be encoded, so that a write checks its
     /// whole body and refuses before it changes anything.
-    pub fn check_values(&self, elements: &[u8]) -> Result<()> {
-        let mut array = Bytes::copy_from_slice(elements);
+    pub fn check_values(&self, elements: Bytes) -> Result<()> {
+        let mut array = elements;
         for (a2a, repr) in &self.array_to_array {
             if a2a.is_transpose() {
                 continue;
@@ -390,7 +390,7 @@ impl CodecChain {
             array = a2a.encode(array, &flat)?;
         }
         match self.inner_chain() {
-            Some(inner) => inner.check_values(&array),
+            Some(inner) => inner.check_values(array),
             None => Ok(()),
         }
     }

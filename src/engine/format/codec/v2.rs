@@ -101,16 +101,13 @@ impl FilterStack {
 
     /// 501 unless [`FilterStack::encode`] can encode chunks of `repr`.
     pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
-        for (filter, _) in &self.filters {
+        for (filter, data_type) in &self.filters {
             match filter {
                 Numcodec::Filter(Filter::BitRound { .. }) if !self.bytes.is_identity(repr) => {
                     return Err(super::cannot_write("bitround of big-endian elements"))
                 }
-                Numcodec::Filter(Filter::BitRound { keepbits: None }) => {
-                    return Err(super::cannot_write("bitround without keepbits"))
-                }
-                Numcodec::Elements(e) => e.check_writable()?,
-                Numcodec::Filter(_) | Numcodec::Bytes(_) => {}
+                Numcodec::Filter(f) => f.check_writable(*data_type)?,
+                Numcodec::Elements(_) | Numcodec::Bytes(_) => {}
             }
         }
         Ok(())
@@ -119,7 +116,6 @@ impl FilterStack {
     /// Encode C-order little-endian elements of `repr`: the dtype's byte
     /// order, then the filters in order.
     pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
-        self.check_writable(repr)?;
         let mut data = match &self.vlen {
             Some(vlen) => vlen.encode(&array, repr)?,
             None => self.bytes.encode(array, repr),

@@ -104,9 +104,7 @@ impl CastValueCodec {
         }
         Ok(out)
     }
-}
 
-impl CastValueCodec {
     /// Encode elements of `decoded` into elements of `data_type`: a value
     /// the `encode` map names becomes its mapped value, else it is cast
     /// under `rounding` and `out_of_range` (a value that does not cast is

@@ -15,8 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::engine::error::{corrupt, Result};
 use crate::engine::format::codec::numcodecs::filters::Filter;
-use crate::engine::format::codec::{cannot_write, ChunkRepr};
-use crate::engine::format::data_type::DataType;
+use crate::engine::format::codec::ChunkRepr;
 
 /// A numcodecs element filter in a v3 chain.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,22 +49,11 @@ impl NumcodecsFilter {
     /// 501 unless [`NumcodecsFilter::encode`] can encode chunks of
     /// `decoded` (`bitround` needs `keepbits` and floats).
     pub(crate) fn check_writable(&self, decoded: &ChunkRepr) -> Result<()> {
-        let float = matches!(
-            decoded.data_type,
-            DataType::Float16 | DataType::Float32 | DataType::Float64
-        );
-        match self.filter {
-            Filter::BitRound { keepbits: None } => Err(cannot_write("bitround without keepbits")),
-            Filter::BitRound { .. } if !float => {
-                Err(cannot_write(&format!("bitround of {}", decoded.data_type.name())))
-            }
-            _ => Ok(()),
-        }
+        self.filter.check_writable(decoded.data_type)
     }
 
     /// The encoded elements of `decoded` (little-endian, C order).
     pub(crate) fn encode(&self, array: &[u8], decoded: &ChunkRepr) -> Result<Bytes> {
-        self.check_writable(decoded)?;
         self.filter.encode(array, decoded.data_type).map(Bytes::from)
     }
 

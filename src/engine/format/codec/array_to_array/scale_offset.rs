@@ -90,9 +90,7 @@ impl ScaleOffsetCodec {
         }
         Ok(out)
     }
-}
 
-impl ScaleOffsetCodec {
     /// Encode elements of `repr`: `(x - offset) * scale` in the data type
     /// (integers out of its range are a bad request).
     pub(crate) fn encode(&self, decoded: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {

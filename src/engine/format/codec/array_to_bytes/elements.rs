@@ -15,6 +15,35 @@ use serde_json::{Map, Value};
 use crate::engine::error::{corrupt, Error, Result};
 use crate::engine::format::data_type::DataType;
 
+/// `$numbers!(T)` for the pco number type `T` that holds elements of
+/// `$data_type`. As zarrs writes them, a complex number is two floats (its
+/// real part, then its imaginary part) and an instant or duration its
+/// 64-bit count; other types are unsupported.
+macro_rules! by_pco_number {
+    ($data_type:expr, $numbers:ident) => {
+        match $data_type {
+            DataType::UInt8 => $numbers!(u8),
+            DataType::Int8 => $numbers!(i8),
+            DataType::UInt16 => $numbers!(u16),
+            DataType::UInt32 => $numbers!(u32),
+            DataType::UInt64 => $numbers!(u64),
+            DataType::Int16 => $numbers!(i16),
+            DataType::Int32 => $numbers!(i32),
+            DataType::Int64 => $numbers!(i64),
+            DataType::Float16 => $numbers!(half::f16),
+            DataType::Float32 | DataType::Complex64 => $numbers!(f32),
+            DataType::Float64 | DataType::Complex128 => $numbers!(f64),
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => $numbers!(i64),
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "pcodec of {} (pco has no such numbers)",
+                    other.name()
+                )))
+            }
+        }
+    };
+}
+
 /// A codec of typed elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ElementsCodec {
@@ -57,94 +86,39 @@ impl ElementsCodec {
         }
         Ok(out)
     }
-}
-
-/// A standalone pco file's numbers of `data_type`, little-endian. As zarrs
-/// writes them, a complex number is two floats (its real part, then its
-/// imaginary part) and an instant or duration its 64-bit count.
-impl ElementsCodec {
-    /// 501 unless this build encodes with the codec (it does: pco).
-    pub(crate) fn check_writable(&self) -> Result<()> {
-        Ok(())
-    }
 
     /// Compress little-endian elements of `data_type`.
     pub(crate) fn encode(&self, decoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
         let Self::Pcodec { level } = self;
-        pcodec_compress(decoded, data_type, *level)
-    }
-}
-
-fn pcodec_compress(decoded: &[u8], data_type: DataType, level: usize) -> Result<Vec<u8>> {
-    use pco::standalone::simple_compress;
-    let config = pco::ChunkConfig::default().with_compression_level(level.min(12));
-    let failed = |e: pco::errors::PcoError| Error::Internal(format!("pcodec compression failed: {e}"));
-    macro_rules! numbers {
-        ($t:ty) => {{
-            let size = std::mem::size_of::<$t>();
-            let values: Vec<$t> = decoded
-                .chunks_exact(size)
-                .map(|b| <$t>::from_le_bytes(b.try_into().expect("element size")))
-                .collect();
-            simple_compress(&values, &config).map_err(failed)?
-        }};
-    }
-    Ok(match data_type {
-        DataType::UInt8 => numbers!(u8),
-        DataType::Int8 => numbers!(i8),
-        DataType::UInt16 => numbers!(u16),
-        DataType::UInt32 => numbers!(u32),
-        DataType::UInt64 => numbers!(u64),
-        DataType::Int16 => numbers!(i16),
-        DataType::Int32 => numbers!(i32),
-        DataType::Int64 => numbers!(i64),
-        DataType::Float16 => numbers!(half::f16),
-        DataType::Float32 | DataType::Complex64 => numbers!(f32),
-        DataType::Float64 | DataType::Complex128 => numbers!(f64),
-        DataType::DateTime64(_) | DataType::TimeDelta64(_) => numbers!(i64),
-        other => {
-            return Err(Error::Unsupported(format!(
-                "pcodec of {} (pco has no such numbers)",
-                other.name()
-            )))
+        let config = pco::ChunkConfig::default().with_compression_level((*level).min(12));
+        let failed = |e: pco::errors::PcoError| Error::Internal(format!("pcodec compression failed: {e}"));
+        macro_rules! numbers {
+            ($t:ty) => {{
+                let size = std::mem::size_of::<$t>();
+                let values: Vec<$t> = decoded
+                    .chunks_exact(size)
+                    .map(|b| <$t>::from_le_bytes(b.try_into().expect("element size")))
+                    .collect();
+                pco::standalone::simple_compress(&values, &config).map_err(failed)?
+            }};
         }
-    })
+        Ok(by_pco_number!(data_type, numbers))
+    }
 }
 
+/// A standalone pco file's numbers of `data_type`, little-endian.
 fn pcodec(encoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
-    use pco::standalone::simple_decompress;
     let failed = |e: pco::errors::PcoError| corrupt(format!("pcodec decompression failed: {e}"));
     macro_rules! numbers {
         ($t:ty) => {
-            simple_decompress::<$t>(encoded)
+            pco::standalone::simple_decompress::<$t>(encoded)
                 .map_err(failed)?
                 .iter()
                 .flat_map(|v| v.to_le_bytes())
                 .collect()
         };
     }
-    Ok(match data_type {
-        DataType::UInt8 => numbers!(u8),
-        DataType::Int8 => numbers!(i8),
-        DataType::UInt16 => numbers!(u16),
-        DataType::UInt32 => numbers!(u32),
-        DataType::UInt64 => numbers!(u64),
-        DataType::Int16 => numbers!(i16),
-        DataType::Int32 => numbers!(i32),
-        DataType::Int64 => numbers!(i64),
-        DataType::Float16 => numbers!(half::f16),
-        DataType::Float32 => numbers!(f32),
-        DataType::Float64 => numbers!(f64),
-        DataType::Complex64 => numbers!(f32),
-        DataType::Complex128 => numbers!(f64),
-        DataType::DateTime64(_) | DataType::TimeDelta64(_) => numbers!(i64),
-        other => {
-            return Err(Error::Unsupported(format!(
-                "pcodec of {} (pco has no such numbers)",
-                other.name()
-            )))
-        }
-    })
+    Ok(by_pco_number!(data_type, numbers))
 }
 
 #[cfg(test)]

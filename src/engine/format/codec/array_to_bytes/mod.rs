@@ -63,14 +63,11 @@ impl ArrayToBytesCodec {
     /// 501 unless [`ArrayToBytesCodec::encode`] can encode chunks of `repr`.
     pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
         match self {
-            Self::Bytes(_) => Ok(()),
+            Self::Bytes(_) | Self::PackBits(_) | Self::Elements(_) | Self::Vlen(_) => Ok(()),
             Self::Sharding(_) if repr.data_type.is_variable() => {
                 Err(cannot_write(&format!("{} shards", repr.data_type.name())))
             }
             Self::Sharding(s) => s.inner_codecs().check_writable(),
-            Self::PackBits(_) => Ok(()),
-            Self::Elements(e) => e.check_writable(),
-            Self::Vlen(_) => Ok(()),
         }
     }
 

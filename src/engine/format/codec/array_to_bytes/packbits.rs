@@ -155,9 +155,7 @@ impl PackBitsCodec {
         }
         Ok(Bytes::from(out))
     }
-}
 
-impl PackBitsCodec {
     /// Pack little-endian elements of `repr`: bits `first_bit..=last_bit`
     /// of each component, least significant first, then the padding count
     /// where `padding_encoding` puts it.

@@ -63,9 +63,7 @@ impl VlenCodec {
         }
         Ok(body)
     }
-}
 
-impl VlenCodec {
     /// Encode the chunk's elements (each a `u32` length and its bytes, in
     /// C order): the element count, then the elements (text checked UTF-8).
     pub(crate) fn encode(&self, decoded: &[u8], repr: &ChunkRepr) -> Result<Bytes> {

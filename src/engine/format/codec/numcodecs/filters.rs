@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::num::{NumType, Values};
 use crate::engine::error::{corrupt, Error, Result};
+use crate::engine::format::codec::cannot_write;
 use crate::engine::format::data_type::DataType;
 
 /// One filter of a v2 array's `filters` list.
@@ -207,18 +208,25 @@ impl Filter {
                 scale,
                 offset,
             } => {
-                let encoded = match astype.read(encoded, "fixedscaleoffset")? {
-                    Values::Int(v) => v.into_iter().map(|x| x as f64).collect::<Vec<_>>(),
-                    Values::Float(v) => v,
-                };
+                let encoded = floats(astype.read(encoded, "fixedscaleoffset")?);
                 let decoded = encoded.into_iter().map(|x| x / scale + offset).collect();
                 dtype.write(&Values::Float(decoded), "fixedscaleoffset")
             }
         }
     }
-}
 
-impl Filter {
+    /// 501 unless [`Filter::encode`] can encode elements of `data_type`:
+    /// `bitround` needs `keepbits` and floats.
+    pub(crate) fn check_writable(&self, data_type: DataType) -> Result<()> {
+        match self {
+            Filter::BitRound { keepbits: None } => Err(cannot_write("bitround without keepbits")),
+            Filter::BitRound { .. } if mantissa_bits(data_type).is_none() => {
+                Err(cannot_write(&format!("bitround of {}", data_type.name())))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The bytes this filter produces from `decoded` elements of
     /// `data_type` (little-endian), as numcodecs' `encode` computes them:
     /// differences in `dtype`, `around((x - offset) * scale)`, mantissas
@@ -228,8 +236,8 @@ impl Filter {
         match self {
             Filter::PackBits => Ok(pack_bits(decoded)),
             Filter::BitRound { keepbits } => {
-                let keepbits = keepbits.ok_or_else(|| corrupt("bitround filter has no keepbits"))?;
-                bit_round(decoded, data_type, keepbits)
+                self.check_writable(data_type)?;
+                bit_round(decoded, data_type, keepbits.unwrap_or_default())
             }
             Filter::Cast {
                 from, to, digits: None, ..
@@ -249,15 +257,10 @@ impl Filter {
                 from.write(&Values::Float(rounded), id)
             }
             Filter::Delta { dtype, astype } => {
+                // Differences in `dtype`; writing them as `astype` wraps them.
                 let diffs = match dtype.read(decoded, id)? {
                     Values::Int(v) => Values::Int(differences(&v, |a, b| dtype.wrap(a - b))),
                     Values::Float(v) => Values::Float(differences(&v, |a, b| dtype.round(a - b))),
-                };
-                let diffs = match diffs {
-                    Values::Int(v) if !astype.is_float() => {
-                        Values::Int(v.into_iter().map(|d| astype.wrap(d)).collect())
-                    }
-                    other => other,
                 };
                 astype.write(&diffs, id)
             }
@@ -308,12 +311,7 @@ fn quantize_scale(digits: i32) -> f64 {
 /// numcodecs' `bitround`: round each float's mantissa to `keepbits` bits
 /// (ties to even), the rest zero.
 fn bit_round(decoded: &[u8], data_type: DataType, keepbits: u32) -> Result<Vec<u8>> {
-    let mantissa = match data_type {
-        DataType::Float16 => 10,
-        DataType::Float32 => 23,
-        DataType::Float64 => 52,
-        other => return Err(Error::Unsupported(format!("bitround of {}", other.name()))),
-    };
+    let mantissa = mantissa_bits(data_type).expect("checked by Filter::check_writable");
     if keepbits > mantissa {
         return Err(corrupt(format!("bitround keepbits {keepbits} above {mantissa}")));
     }
@@ -334,6 +332,16 @@ fn bit_round(decoded: &[u8], data_type: DataType, keepbits: u32) -> Result<Vec<u
         out.extend_from_slice(&kept.to_le_bytes()[..size]);
     }
     Ok(out)
+}
+
+/// The explicit mantissa bits of a float type (`None` for other types).
+fn mantissa_bits(data_type: DataType) -> Option<u32> {
+    match data_type {
+        DataType::Float16 => Some(10),
+        DataType::Float32 => Some(23),
+        DataType::Float64 => Some(52),
+        _ => None,
+    }
 }
 
 /// numcodecs' `packbits` encode: a byte counting the padding bits, then

@@ -14,7 +14,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
 
 use super::problem::ApiError;
 use crate::engine::{DataType, InMemory, Items, RegionBody, Repeated};
@@ -51,11 +50,79 @@ impl Upload {
     fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Bytes> {
         match self {
             Upload::Memory(b) => Ok(b.slice(offset as usize..offset as usize + len)),
-            Upload::File(file, _) => {
-                let mut buf = vec![0u8; len];
-                file.read_exact_at(&mut buf, offset)?;
-                Ok(Bytes::from(buf))
-            }
+            Upload::File(file, _) => Mapped::new(file, offset, len).map(Bytes::from_owner),
+        }
+    }
+}
+
+/// Part of a spool file mapped into memory read-only: its bytes are read
+/// where the page cache holds them, not copied. The mapping (and the
+/// resident pages it counts) goes with the last `Bytes` made from it.
+struct Mapped {
+    at: *mut libc::c_void,
+    mapped: usize,
+    /// Where the bytes asked for start in the mapping (it starts on a page).
+    skip: usize,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone.
+unsafe impl Send for Mapped {}
+// SAFETY: as above; `&Mapped` only reads.
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// `len` bytes of `file` from `offset`, which the file holds.
+    fn new(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        if len == 0 {
+            return Ok(Self {
+                at: std::ptr::null_mut(),
+                mapped: 0,
+                skip: 0,
+                len: 0,
+            });
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        let start = offset - offset % page;
+        let skip = (offset - start) as usize;
+        let mapped = skip + len;
+        // SAFETY: a new private read-only mapping of a file this process
+        // made, wrote whole and never shortens (an unnamed spool file), so
+        // no access through it faults.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                start as libc::off_t,
+            )
+        };
+        if at == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Self { at, mapped, skip, len })
+    }
+}
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `skip + len` bytes are mapped readable from `at` while self lives.
+        unsafe { std::slice::from_raw_parts((self.at as *const u8).add(self.skip), self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        if self.mapped > 0 {
+            // SAFETY: unmaps exactly the mapping made in `new`, once.
+            unsafe { libc::munmap(self.at, self.mapped) };
         }
     }
 }
@@ -74,7 +141,9 @@ fn cut_short(e: impl std::fmt::Display) -> ApiError {
 }
 
 /// Receive `body` whole: 413 above `limits.max` (at once when
-/// `Content-Length` says so), 400 when it ends early.
+/// `Content-Length` says so), 400 when it ends early. Above
+/// `limits.in_memory` the pieces received go to the spool file as they
+/// come, a batch at a time on a blocking thread while the next arrives.
 pub(crate) async fn receive(body: Body, headers: &HeaderMap, limits: &Limits) -> Result<Upload, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -84,8 +153,8 @@ pub(crate) async fn receive(body: Body, headers: &HeaderMap, limits: &Limits) ->
         return Err(too_large(limits.max));
     }
     let mut body = body;
-    let mut memory = BytesMut::new();
-    let mut spool: Option<(tokio::fs::File, Arc<std::fs::File>)> = None;
+    let mut pending: Vec<Bytes> = Vec::new();
+    let mut spool: Option<Spool> = None;
     let mut total = 0u64;
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame.map_err(cut_short)?.into_data() else {
@@ -95,38 +164,117 @@ pub(crate) async fn receive(body: Body, headers: &HeaderMap, limits: &Limits) ->
         if total > limits.max {
             return Err(too_large(limits.max));
         }
-        memory.extend_from_slice(&data);
-        if spool.is_none() && total > limits.in_memory {
-            spool = Some(spool_file(&limits.spool_dir).await?);
+        match &mut spool {
+            Some(spool) => spool.push(&data).await?,
+            None => pending.push(data),
         }
-        if let Some((file, _)) = &mut spool {
-            if memory.len() >= 1 << 20 {
-                file.write_all(&memory).await.map_err(spool_failed)?;
-                memory.clear();
+        if spool.is_none() && total > limits.in_memory {
+            let mut opened = Spool::new(&limits.spool_dir).await?;
+            for part in pending.drain(..) {
+                opened.push(&part).await?;
             }
+            spool = Some(opened);
         }
     }
     if declared.is_some_and(|n| n != total) {
         return Err(cut_short(format!("{total} of {} bytes", declared.unwrap_or(0))));
     }
     match spool {
-        None => Ok(Upload::Memory(memory.freeze())),
-        Some((mut file, shared)) => {
-            file.write_all(&memory).await.map_err(spool_failed)?;
-            file.flush().await.map_err(spool_failed)?;
-            Ok(Upload::File(shared, total))
-        }
+        None => Ok(Upload::Memory(joined(pending, total))),
+        Some(spool) => Ok(Upload::File(spool.close().await?, total)),
     }
 }
 
-async fn spool_file(dir: &std::path::Path) -> Result<(tokio::fs::File, Arc<std::fs::File>), ApiError> {
-    let dir = dir.to_path_buf();
-    let file = tokio::task::spawn_blocking(move || tempfile::tempfile_in(dir))
-        .await
-        .map_err(|e| spool_failed(std::io::Error::other(e)))?
-        .map_err(spool_failed)?;
-    let writer = file.try_clone().map_err(spool_failed)?;
-    Ok((tokio::fs::File::from_std(writer), Arc::new(file)))
+/// Bytes of a body written to the spool file at once.
+const SPOOL_BATCH: usize = 4 << 20;
+
+/// `parts` as one buffer (no copy for one part).
+fn joined(parts: Vec<Bytes>, total: u64) -> Bytes {
+    if parts.len() == 1 {
+        return parts.into_iter().next().expect("one part");
+    }
+    let mut memory = BytesMut::with_capacity(total as usize);
+    for part in parts {
+        memory.extend_from_slice(&part);
+    }
+    memory.freeze()
+}
+
+/// A body's spool file being written: the pieces received are gathered
+/// into a batch while the one before is written on a blocking thread. The
+/// two batch buffers are used over and over (fresh memory for every piece
+/// costs more in page faults than the copy into a warm buffer).
+struct Spool {
+    file: Arc<std::fs::File>,
+    /// Bytes handed to the writer so far.
+    sent: u64,
+    filling: Vec<u8>,
+    writing: Option<tokio::task::JoinHandle<std::io::Result<Vec<u8>>>>,
+}
+
+impl Spool {
+    async fn new(dir: &std::path::Path) -> Result<Self, ApiError> {
+        let dir = dir.to_path_buf();
+        let file = tokio::task::spawn_blocking(move || tempfile::tempfile_in(dir))
+            .await
+            .map_err(|e| spool_failed(std::io::Error::other(e)))?
+            .map_err(spool_failed)?;
+        Ok(Self {
+            file: Arc::new(file),
+            sent: 0,
+            filling: Vec::with_capacity(SPOOL_BATCH),
+            writing: None,
+        })
+    }
+
+    /// Add `data` to the body, writing the batch when it is full.
+    async fn push(&mut self, mut data: &[u8]) -> Result<(), ApiError> {
+        while !data.is_empty() {
+            let room = SPOOL_BATCH - self.filling.len();
+            let (now, rest) = data.split_at(room.min(data.len()));
+            self.filling.extend_from_slice(now);
+            data = rest;
+            if self.filling.len() == SPOOL_BATCH {
+                self.send().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the batch gathered, once the one in flight is written.
+    async fn send(&mut self) -> Result<(), ApiError> {
+        let spare = self.finish().await?.unwrap_or_else(|| Vec::with_capacity(SPOOL_BATCH));
+        let batch = std::mem::replace(&mut self.filling, spare);
+        let (file, at) = (self.file.clone(), self.sent);
+        self.sent += batch.len() as u64;
+        self.writing = Some(tokio::task::spawn_blocking(move || {
+            file.write_all_at(&batch, at)?;
+            Ok(batch)
+        }));
+        Ok(())
+    }
+
+    /// Wait for the batch in flight; its buffer, emptied.
+    async fn finish(&mut self) -> Result<Option<Vec<u8>>, ApiError> {
+        let Some(writing) = self.writing.take() else {
+            return Ok(None);
+        };
+        let mut buffer = writing
+            .await
+            .map_err(|e| spool_failed(std::io::Error::other(e)))?
+            .map_err(spool_failed)?;
+        buffer.clear();
+        Ok(Some(buffer))
+    }
+
+    /// Write what is left; the file, whole.
+    async fn close(mut self) -> Result<Arc<std::fs::File>, ApiError> {
+        if !self.filling.is_empty() {
+            self.send().await?;
+        }
+        self.finish().await?;
+        Ok(self.file)
+    }
 }
 
 fn spool_failed(e: std::io::Error) -> ApiError {
@@ -561,5 +709,37 @@ mod tests {
         let scalar = "{'descr': '>i8', 'fortran_order': True, 'shape': (), }";
         assert_eq!(dict_field(scalar, "shape"), Some("()"));
         assert_eq!(dict_field(scalar, "fortran_order"), Some("True"));
+    }
+
+    /// A body received in uneven pieces, larger than the in-memory limit
+    /// and than a spool batch, reads back byte for byte at offsets that
+    /// fall inside pages and across batches; one in memory too.
+    #[tokio::test]
+    async fn bodies_read_back_as_sent_from_memory_and_from_the_spool() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sent: Vec<u8> = (0..SPOOL_BATCH * 2 + 12_345).map(|i| (i * 7 % 251) as u8).collect();
+        for in_memory in [sent.len() as u64, 100_000] {
+            let limits = Limits {
+                max: 1 << 30,
+                in_memory,
+                spool_dir: dir.path().to_path_buf(),
+            };
+            let pieces: Vec<Result<Bytes, std::io::Error>> =
+                sent.chunks(70_001).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+            let body = Body::from_stream(futures::stream::iter(pieces));
+            let upload = receive(body, &HeaderMap::new(), &limits).await.expect("received");
+            assert_eq!(upload.len(), sent.len() as u64);
+            assert_eq!(matches!(upload, Upload::File(..)), in_memory < sent.len() as u64);
+            for (offset, len) in [
+                (0, sent.len()),
+                (1, 4095),
+                (4097, SPOOL_BATCH),
+                (sent.len() - 3, 3),
+                (10, 0),
+            ] {
+                let read = upload.read_at(offset as u64, len).expect("read");
+                assert_eq!(&read[..], &sent[offset..offset + len], "{offset}+{len}");
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use tokio::sync::Semaphore;
 
 use super::source::{KeySource, Listing};
-use super::{ByteRange, Expect, ObjectInfo, ReadResult, StoreError};
+use super::{ByteRange, Expect, ObjectInfo, Payload, ReadResult, StoreError};
 
 /// Counters of one store, read by `/metrics`.
 #[derive(Debug, Default)]
@@ -131,7 +131,7 @@ impl<S: KeySource> KeySource for Limited<S> {
         self.inner.list_dir(prefix).await
     }
 
-    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+    async fn put(&self, key: &str, data: Payload, expect: Expect) -> Result<Option<String>, StoreError> {
         let _permit = self.permit().await;
         self.inner.put(key, data, expect).await
     }
@@ -172,7 +172,7 @@ impl<S: KeySource> KeySource for TimedOut<S> {
         within(self.timeout, self.inner.list_dir(prefix)).await
     }
 
-    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+    async fn put(&self, key: &str, data: Payload, expect: Expect) -> Result<Option<String>, StoreError> {
         within(self.timeout, self.inner.put(key, data, expect)).await
     }
 
@@ -256,7 +256,7 @@ impl<S: KeySource> KeySource for Counted<S> {
         result
     }
 
-    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+    async fn put(&self, key: &str, data: Payload, expect: Expect) -> Result<Option<String>, StoreError> {
         self.sent(1, 0);
         let size = data.len() as u64;
         let result = self.inner.put(key, data, expect).await;

@@ -25,6 +25,7 @@ mod key;
 mod local;
 mod objects;
 mod open;
+mod payload;
 mod redirects;
 mod references;
 mod source;
@@ -42,6 +43,7 @@ pub use containers::VirtualContainer;
 pub use icechunk::{Refs, Version};
 pub use key::{join, validate_key};
 pub use open::StoreOptions;
+pub use payload::Payload;
 
 use self::bounds::Bounds;
 use self::icechunk::{IcechunkRepository, IcechunkSnapshot};
@@ -351,9 +353,9 @@ impl Store {
     /// (else [`StoreError::Changed`], nothing written): atomic per object,
     /// conditional puts on object stores, a new file renamed into place on
     /// local disks. The new object's ETag, when the backend reports one.
-    pub async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+    pub async fn put(&self, key: &str, data: impl Into<Payload>, expect: Expect) -> Result<Option<String>, StoreError> {
         valid(key)?;
-        self.keys.put(key, data, expect).await
+        self.keys.put(key, data.into(), expect).await
     }
 
     /// Remove `key` (a missing key is already removed). `expect` is

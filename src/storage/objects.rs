@@ -16,7 +16,7 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, P
 
 use super::local::LocalFiles;
 use super::source::{KeySource, Listing};
-use super::{ByteRange, Expect, ObjectInfo, ReadResult, StoreError};
+use super::{ByteRange, Expect, ObjectInfo, Payload, ReadResult, StoreError};
 
 /// The objects under `root` of a backend.
 #[derive(Debug)]
@@ -145,7 +145,7 @@ impl KeySource for ObjectKeys {
     /// A put conditional on `expect`: `If-None-Match: *` or `If-Match` on
     /// S3 and Azure (object_store's `PutMode`); on local disks a new file
     /// renamed into place ([`LocalFiles::put`]).
-    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+    async fn put(&self, key: &str, data: Payload, expect: Expect) -> Result<Option<String>, StoreError> {
         let path = self.path(key)?;
         if let Some(local) = &self.local {
             return local.put(key, path, data, expect).await;
@@ -288,7 +288,7 @@ impl<S: KeySource> KeySource for Remote<S> {
         self.inner.head(key).await
     }
 
-    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+    async fn put(&self, key: &str, data: Payload, expect: Expect) -> Result<Option<String>, StoreError> {
         self.inner.put(key, data, expect).await
     }
 

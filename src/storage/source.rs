@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::{ByteRange, Expect, ObjectInfo, ReadResult, StoreError};
+use super::{ByteRange, Expect, ObjectInfo, Payload, ReadResult, StoreError};
 
 /// The children of a prefix: (sub-directories, objects), each sorted.
 pub(crate) type Listing = (Vec<String>, Vec<String>);
@@ -43,7 +43,7 @@ pub(crate) trait KeySource: Send + Sync + std::fmt::Debug {
 
     /// Write `data` at `key` if the object is as `expect` says; the new
     /// ETag. Sources that only read keep this default.
-    async fn put(&self, key: &str, _data: Bytes, _expect: Expect) -> Result<Option<String>, StoreError> {
+    async fn put(&self, key: &str, _data: Payload, _expect: Expect) -> Result<Option<String>, StoreError> {
         Err(read_only(key))
     }
 
@@ -81,7 +81,7 @@ impl<S: KeySource + ?Sized> KeySource for std::sync::Arc<S> {
         (**self).list_dir(prefix).await
     }
 
-    async fn put(&self, key: &str, data: Bytes, expect: Expect) -> Result<Option<String>, StoreError> {
+    async fn put(&self, key: &str, data: Payload, expect: Expect) -> Result<Option<String>, StoreError> {
         (**self).put(key, data, expect).await
     }
 

@@ -107,7 +107,7 @@ impl Dataset {
             let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
             bytes.extend_from_slice(b"\n");
             let expect = Expect::of(Some(read.info.etag.as_deref()));
-            match self.store.put(key, bytes.into(), expect).await {
+            match self.store.put(key, bytes, expect).await {
                 Ok(_) => return Ok((offset, grown)),
                 Err(StoreError::Changed(_)) => continue,
                 Err(e) => return Err(e.into()),

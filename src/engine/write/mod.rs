@@ -35,7 +35,7 @@ use crate::engine::query::plan::ReadPlan;
 use crate::engine::query::selection::DimSelection;
 use crate::engine::read::hierarchy::Dataset;
 use crate::engine::read::Versions;
-use crate::storage::{join, ByteRange, Expect, StoreError};
+use crate::storage::{join, ByteRange, Expect, Payload, StoreError};
 
 /// The elements of a region to write, C order, little-endian: read a
 /// chunk row at a time.
@@ -422,8 +422,8 @@ impl Dataset {
                 };
             }
             let mut chunk = match old {
-                Some(old) => codecs_.decode(old)?.to_vec(),
-                None => repr.fill_chunk().to_vec(),
+                Some(old) => Vec::from(codecs_.decode(old)?),
+                None => repr.fill_chunk(),
             };
             scatter(
                 &body,
@@ -439,7 +439,7 @@ impl Dataset {
             }
         })
         .await?;
-        self.put_or_delete(&object.key, encoded, expect, existed || covered, 1)
+        self.put_or_delete(&object.key, encoded.map(Payload::from), expect, existed || covered, 1)
             .await
     }
 
@@ -498,8 +498,8 @@ impl Dataset {
                 .map(|(i, runs, old)| {
                     let repr: &ChunkRepr = inner.decoded_repr();
                     let mut chunk = match old {
-                        Some(old) => inner.decode(old)?.to_vec(),
-                        None => repr.fill_chunk().to_vec(),
+                        Some(old) => Vec::from(inner.decode(old)?),
+                        None => repr.fill_chunk(),
                     };
                     scatter(
                         &body,
@@ -529,7 +529,7 @@ impl Dataset {
         }
         let shard = match chunks.iter().all(Option::is_none) {
             true => None,
-            false => Some(Bytes::from(sharding.assemble(&chunks)?)),
+            false => Some(Payload::from(sharding.assemble(&chunks)?)),
         };
         let object_outcome = self
             .put_or_delete(&object.key, shard, expect, existed || covered, 0)
@@ -565,7 +565,7 @@ impl Dataset {
     async fn put_or_delete(
         &self,
         key: &str,
-        encoded: Option<Bytes>,
+        encoded: Option<Payload>,
         expect: Expect,
         may_exist: bool,
         chunks: u64,

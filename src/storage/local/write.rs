@@ -14,11 +14,10 @@ use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 
-use bytes::Bytes;
 use object_store::path::Path;
 
 use super::{object_meta, LocalFiles, Root};
-use crate::storage::{Expect, StoreError};
+use crate::storage::{Expect, Payload, StoreError};
 
 /// Writers of files whose paths hash alike wait for each other.
 static STRIPES: LazyLock<Vec<tokio::sync::Mutex<()>>> =
@@ -41,7 +40,7 @@ impl LocalFiles {
         &self,
         key: &str,
         location: Path,
-        data: Bytes,
+        data: Payload,
         expect: Expect,
     ) -> Result<Option<String>, StoreError> {
         let path = self.file_path(&location).map_err(failed)?;
@@ -145,13 +144,15 @@ fn inside(served: &Root, dir: &FsPath, key: &str) -> Result<(), StoreError> {
 }
 
 /// Write `data` to a new file in `dir`, then rename it onto `path`.
-fn replace(path: &FsPath, dir: &FsPath, data: &[u8]) -> Result<(), StoreError> {
+fn replace(path: &FsPath, dir: &FsPath, data: &Payload) -> Result<(), StoreError> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
     let temporary: PathBuf = dir.join(format!(".{name}.{}-{n}.partial", std::process::id()));
     let written = (|| {
         let mut file = std::fs::File::create_new(&temporary)?;
-        file.write_all(data)?;
+        for part in data.parts() {
+            file.write_all(part)?;
+        }
         std::fs::rename(&temporary, path)
     })();
     if written.is_err() {

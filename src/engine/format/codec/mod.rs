@@ -81,9 +81,14 @@ impl ChunkRepr {
         })
     }
 
-    /// A decoded chunk holding only the fill value.
-    pub(crate) fn fill_chunk(&self) -> Bytes {
-        Bytes::from(self.fill_value.repeat(self.num_elements() as usize))
+    /// A decoded chunk holding only the fill value (zeroed memory from the
+    /// allocator when the fill value's bytes are zero).
+    pub(crate) fn fill_chunk(&self) -> Vec<u8> {
+        let count = self.num_elements() as usize;
+        match self.fill_value.iter().all(|&b| b == 0) {
+            true => vec![0; count * self.fill_value.len()],
+            false => self.fill_value.repeat(count),
+        }
     }
 }
 

@@ -179,7 +179,7 @@ impl ShardingCodec {
         }
         let range = self.index_range(size);
         let index = self.decode_index(shard.slice(range.start as usize..range.end as usize), size)?;
-        let mut out = repr.fill_chunk().to_vec();
+        let mut out = repr.fill_chunk();
         let inner_shape = self.inner_shape();
         for (i, coords) in self.inner_coords().enumerate() {
             let Some(range) = index.chunk_range(i) else {
@@ -207,25 +207,24 @@ impl ShardingCodec {
     }
 
     /// A shard from its inner chunks, already encoded, in index order
-    /// (`None`: empty): the chunks one after another, and the index where
-    /// the configuration puts it.
-    pub(crate) fn assemble(&self, chunks: &[Option<Bytes>]) -> Result<Vec<u8>> {
+    /// (`None`: empty), as the parts to write one after another: the
+    /// chunks, and the index where the configuration puts it. Nothing is
+    /// copied but the index.
+    pub(crate) fn assemble(&self, chunks: &[Option<Bytes>]) -> Result<Vec<Bytes>> {
         let base = match self.index_location {
             IndexLocation::Start => self.index_size as u64,
             IndexLocation::End => 0,
         };
-        let mut data = Vec::with_capacity(chunks.iter().flatten().map(Bytes::len).sum());
+        let mut offset = base;
         let mut entries = Vec::with_capacity(chunks.len() * 16);
         for chunk in chunks {
-            let (offset, nbytes) = match chunk {
-                Some(c) => (base + data.len() as u64, c.len() as u64),
+            let (at, nbytes) = match chunk {
+                Some(c) => (offset, c.len() as u64),
                 None => (EMPTY, EMPTY),
             };
-            entries.extend(offset.to_le_bytes());
+            offset += chunk.as_ref().map_or(0, |c| c.len() as u64);
+            entries.extend(at.to_le_bytes());
             entries.extend(nbytes.to_le_bytes());
-            if let Some(c) = chunk {
-                data.extend_from_slice(c);
-            }
         }
         let index = self.index.encode(entries)?;
         if index.len() != self.index_size {
@@ -235,9 +234,10 @@ impl ShardingCodec {
                 self.index_size
             )));
         }
+        let stored = chunks.iter().flatten().cloned();
         Ok(match self.index_location {
-            IndexLocation::Start => [&index[..], &data].concat(),
-            IndexLocation::End => [&data[..], &index].concat(),
+            IndexLocation::Start => std::iter::once(index).chain(stored).collect(),
+            IndexLocation::End => stored.chain(std::iter::once(index)).collect(),
         })
     }
 
@@ -274,7 +274,7 @@ impl ShardingCodec {
                 false => Some(self.inner.encode(chunk)?),
             });
         }
-        self.assemble(&chunks)
+        Ok(self.assemble(&chunks)?.concat())
     }
 
     /// Inner chunk coordinates in index order (C order).

@@ -627,9 +627,10 @@ impl DatasetConfig {
             "file" | "s3" | "s3a" | "az" | "azure" | "abfs" | "abfss" => Ok(()),
             "http" | "https" => refuse("http(s):// stores are never written"),
             s if s.starts_with("refs+") => refuse("kerchunk reference sets are never written"),
-            s if s.starts_with("icechunk+") => {
-                refuse("Icechunk repositories are written through commits (api.md 4.3), not yet supported")
-            }
+            // Written by the icechunk crate, through its own storage.
+            "icechunk+file" | "icechunk+s3" | "icechunk+s3a" | "icechunk+gs" | "icechunk+gcs" | "icechunk+az"
+            | "icechunk+azure" | "icechunk+abfs" | "icechunk+abfss" => Ok(()),
+            s if s.starts_with("icechunk+") => refuse("Icechunk repositories over http(s) are never written"),
             "gs" => {
                 refuse("writes to gs:// are not supported yet (a conditional put there needs the object's generation)")
             }
@@ -820,5 +821,26 @@ virtual_chunk_containers = [
         // ZARR_SERVE_CONFIG wins over every searched file.
         let c = load(&[], &[("ZARR_SERVE_CONFIG", "/no/such/zs.toml")]).unwrap_err();
         assert!(c.contains("/no/such/zs.toml"), "{c}");
+    }
+
+    #[test]
+    fn writable_datasets_are_the_stores_the_service_can_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zs.toml");
+        let cases = [
+            ("/data/a.zarr", true),
+            ("s3://bucket/a.zarr", true),
+            ("icechunk+file:///data/repo", true),
+            ("icechunk+s3://bucket/repo", true),
+            ("icechunk+https://example.org/repo", false),
+            ("refs+file:///data/refs.json", false),
+            ("https://example.org/a.zarr", false),
+            ("gs://bucket/a.zarr", false),
+        ];
+        for (url, starts) in cases {
+            std::fs::write(&path, format!("[datasets.a]\nurl = \"{url}\"\nwritable = true\n")).unwrap();
+            let loaded = load(&["--config", path.to_str().unwrap()], &[]);
+            assert_eq!(loaded.is_ok(), starts, "{url}: {loaded:?}");
+        }
     }
 }

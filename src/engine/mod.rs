@@ -52,4 +52,4 @@ pub use read::hierarchy::{Child, Dataset};
 pub use read::resources::{ResourceOptions, Resources};
 pub use read::{ReadQuery, Versions};
 pub use view::v2::{Listing, ViewChunk, ViewValue};
-pub use write::{Appended, InMemory, Items, RegionBody, RegionWrite, Repeated, WriteOptions, WriteOutcome};
+pub use write::{Appended, Commit, InMemory, Items, RegionBody, RegionWrite, Repeated, WriteOptions, WriteOutcome};

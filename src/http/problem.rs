@@ -109,7 +109,7 @@ impl ApiError {
             ApiError::Engine(E::Store(StoreError::UnknownVersion(_))) => StatusCode::NOT_FOUND,
             ApiError::Engine(E::Store(StoreError::Forbidden(_))) => StatusCode::FORBIDDEN,
             ApiError::Engine(E::Unsupported(_)) => StatusCode::NOT_IMPLEMENTED,
-            ApiError::Engine(E::Conflict(_)) => StatusCode::CONFLICT,
+            ApiError::Engine(E::Conflict(_) | E::Store(StoreError::Conflict(_))) => StatusCode::CONFLICT,
             ApiError::Engine(E::PreconditionFailed(_)) => StatusCode::PRECONDITION_FAILED,
             ApiError::Engine(E::Corrupt { .. }) => StatusCode::BAD_GATEWAY,
             ApiError::Engine(E::Store(StoreError::Timeout(_))) | ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::engine::{Dataset, Resources, WriteOptions};
 use crate::identity::{Caller, Grants, Identity, Permission, RateLimits, TrustedProxies};
 use crate::metrics::Metrics;
-use crate::storage::Store;
+use crate::storage::{Store, Version};
 
 /// A dataset as the HTTP layer serves it.
 #[derive(Debug)]
@@ -158,25 +158,50 @@ impl AppState {
         Ok((&served.dataset, version))
     }
 
-    /// The dataset `name` for a write by `caller`: 404 when there is none,
+    /// The dataset a write by `caller` goes to: 404 when there is none,
     /// 405 (whatever the credentials) when it takes no writes, then 401 or
-    /// 403 without its `write` grant.
-    pub(super) fn writable(&self, name: &str, caller: &Caller, allow: &'static str) -> Result<&Dataset, ApiError> {
-        if name.contains('@') {
-            return Err(ApiError::Rejected(
-                axum::http::StatusCode::METHOD_NOT_ALLOWED,
-                format!("'{name}' names a version; writes go to the dataset itself"),
-            ));
-        }
+    /// 403 without its `write` grant. An Icechunk repository is written on
+    /// a branch (`name@branch.NAME`; `name` alone: `main`), through a
+    /// session of its own that [`Dataset::commit`] commits; its tags and
+    /// snapshots never change (405), nor does any `@ref` of another dataset.
+    pub(super) async fn writable(
+        &self,
+        addressed: &str,
+        caller: &Caller,
+        allow: &'static str,
+    ) -> Result<Dataset, ApiError> {
+        let (name, version) = match addressed.split_once('@') {
+            Some((name, version)) => (name, Some(version)),
+            None => (addressed, None),
+        };
         let served = self
             .datasets
             .get(name)
             .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
+        let not_allowed = |why: String| ApiError::Rejected(axum::http::StatusCode::METHOD_NOT_ALLOWED, why);
         if !served.writable {
             return Err(ApiError::ReadOnly(name.to_string(), allow));
         }
         served.grants.check(caller, Permission::Write)?;
-        Ok(&served.dataset)
+        if !served.dataset.store().is_versioned() {
+            return match version {
+                None => Ok(served.dataset.clone()),
+                Some(_) => Err(not_allowed(format!(
+                    "'{addressed}' names a version; writes go to the dataset itself"
+                ))),
+            };
+        }
+        let branch = match version.map(Version::parse) {
+            None => "main".to_string(),
+            Some(Ok(Version::Branch(branch))) => branch,
+            Some(Ok(_)) => {
+                return Err(not_allowed(format!(
+                    "'{addressed}' is a tag or a snapshot, which never changes; writes go to a branch ('{name}@branch.NAME', or '{name}' for main)"
+                )))
+            }
+            Some(Err(why)) => return Err(ApiError::BadRequest(why)),
+        };
+        Ok(served.dataset.on_branch(&branch).await?)
     }
 
     /// Whether anyone, anonymous included, may read dataset `name` (an

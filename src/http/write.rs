@@ -18,7 +18,7 @@ use super::problem::ApiError;
 use super::query::{unknown_parameter, Query};
 use super::upload::{self, Kind, Region};
 use super::AppState;
-use crate::engine::{Error, RegionWrite};
+use crate::engine::{Commit, Dataset, Error, RegionWrite};
 use crate::identity::Caller;
 
 /// What a data route allows on a dataset that takes no writes.
@@ -43,7 +43,7 @@ pub(super) async fn append(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(ds, caller, READ_METHODS)?;
+    let dataset = state.writable(ds, caller, READ_METHODS).await?;
     let mut dim = None;
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
@@ -98,7 +98,11 @@ pub(super) async fn append(
         objects_written = outcome.objects_written + 1,
         "append"
     );
-    let answer = json!({
+    let committed = commit(state, &dataset, caller, headers, || {
+        format!("append {count} along dimension {dim} of '{path}'")
+    })
+    .await?;
+    let mut answer = json!({
         "offset": appended.offset,
         "count": count,
         "dimension": dim,
@@ -107,6 +111,7 @@ pub(super) async fn append(
         "chunks_deleted": outcome.chunks_deleted,
         "objects_written": outcome.objects_written + 1,
     });
+    add_commit(&mut answer, committed.as_ref());
     Ok(no_store((StatusCode::OK, axum::Json(answer)).into_response()))
 }
 
@@ -133,6 +138,52 @@ fn dimension(given: &str, shape: &[u64], names: Option<&[Option<String>]>) -> Re
         })
 }
 
+/// Commit a write on an Icechunk branch (one commit per request), with
+/// the message `X-Commit-Message` gives (else `default`'s) and the caller
+/// as author; `None` for a dataset that is not on a branch.
+async fn commit(
+    state: &AppState,
+    dataset: &Dataset,
+    caller: &Caller,
+    headers: &HeaderMap,
+    default: impl FnOnce() -> String,
+) -> Result<Option<Commit>, ApiError> {
+    if dataset.branch().is_none() {
+        return Ok(None);
+    }
+    let message = match headers.get("x-commit-message") {
+        None => default(),
+        Some(value) => String::from_utf8(value.as_bytes().to_vec())
+            .map_err(|_| ApiError::BadRequest("X-Commit-Message is not UTF-8 text; nothing was committed".into()))?,
+    };
+    let attempts = u16::try_from(state.write_options.retries).unwrap_or(u16::MAX);
+    let author = caller.to_string();
+    let committed = match dataset.commit(&message, &author, attempts).await {
+        Ok(committed) => committed,
+        Err(e) => {
+            tracing::warn!(principal = %caller, dataset = %dataset.name, error = %e, "commit failed");
+            return Err(e.into());
+        }
+    };
+    tracing::info!(
+        principal = %caller,
+        dataset = %dataset.name,
+        branch = committed.branch,
+        snapshot = committed.snapshot,
+        message,
+        "commit"
+    );
+    Ok(Some(committed))
+}
+
+/// Add a commit's `snapshot` and `branch` to a JSON answer.
+fn add_commit(answer: &mut serde_json::Value, committed: Option<&Commit>) {
+    if let (Some(c), Some(fields)) = (committed, answer.as_object_mut()) {
+        fields.insert("snapshot".into(), c.snapshot.clone().into());
+        fields.insert("branch".into(), c.branch.clone().into());
+    }
+}
+
 fn no_store(mut response: Response) -> Response {
     response
         .headers_mut()
@@ -146,7 +197,7 @@ fn no_store(mut response: Response) -> Response {
 /// of all of them).
 async fn region_etag(
     state: &AppState,
-    dataset: &crate::engine::Dataset,
+    dataset: &Dataset,
     plan: &crate::engine::ReadPlan,
 ) -> Result<Option<(String, crate::engine::Versions)>, ApiError> {
     for _ in 0..4 {
@@ -190,7 +241,7 @@ fn require_json_body(headers: &HeaderMap, merge: bool) -> Result<(), ApiError> {
 }
 
 /// 412 unless `If-Match` (when sent) names the node document's ETag now.
-async fn node_matches(dataset: &crate::engine::Dataset, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+async fn node_matches(dataset: &Dataset, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
     if !headers.contains_key(header::IF_MATCH) {
         return Ok(());
     }
@@ -205,10 +256,25 @@ async fn node_matches(dataset: &crate::engine::Dataset, path: &str, headers: &He
     }
 }
 
-/// The node document as `GET .../nodes/{path}` sends it, with its ETag.
-async fn node_answer(dataset: &crate::engine::Dataset, path: &str, status: StatusCode) -> Result<Response, ApiError> {
-    let body = super::nodes::document_bytes(dataset, path).await?;
+/// The node document as `GET .../nodes/{path}` sends it, with its ETag;
+/// after a commit, with its `snapshot` and `branch` too (the ETag stays
+/// the document's).
+async fn node_answer(
+    dataset: &Dataset,
+    path: &str,
+    status: StatusCode,
+    committed: Option<&Commit>,
+) -> Result<Response, ApiError> {
+    let mut body = super::nodes::document_bytes(dataset, path).await?;
     let etag = super::conditional::strong_etag(&[&body]);
+    if committed.is_some() {
+        let mut document: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| ApiError::Engine(Error::Internal(e.to_string())))?;
+        add_commit(&mut document, committed);
+        body = serde_json::to_vec(&document)
+            .map_err(|e| ApiError::Engine(Error::Internal(e.to_string())))?
+            .into();
+    }
     let mut response = no_store((status, [(header::CONTENT_TYPE, "application/json")], body).into_response());
     if let Ok(value) = HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, value);
@@ -233,12 +299,16 @@ pub(super) async fn create_node(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
+    let dataset = state.writable(&ds, &caller, NODE_METHODS).await?;
     require_json_body(&headers, false)?;
     let node = dataset.create_node(&path, &body).await?;
     state.metrics.write_done(&ds, body.len() as u64, 1, 0);
     tracing::info!(principal = %caller, dataset = ds, path = node.path, "node created");
-    node_answer(dataset, &path, StatusCode::CREATED).await
+    let committed = commit(&state, &dataset, &caller, &headers, || {
+        format!("create node '{}'", node.path)
+    })
+    .await?;
+    node_answer(&dataset, &path, StatusCode::CREATED, committed.as_ref()).await
 }
 
 /// `PATCH /v1/datasets/{ds}/nodes/{path}` (or `/nodes`): a merge patch of
@@ -250,15 +320,16 @@ pub(super) async fn patch_node(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
+    let dataset = state.writable(&ds, &caller, NODE_METHODS).await?;
     require_json_body(&headers, true)?;
     let patch: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
-    node_matches(dataset, &path, &headers).await?;
+    node_matches(&dataset, &path, &headers).await?;
     dataset.patch_node(&path, &patch, &state.write_options).await?;
     state.metrics.write_done(&ds, body.len() as u64, 1, 0);
     tracing::info!(principal = %caller, dataset = ds, path, patch = %patch, "node patched");
-    node_answer(dataset, &path, StatusCode::OK).await
+    let committed = commit(&state, &dataset, &caller, &headers, || format!("patch node '{path}'")).await?;
+    node_answer(&dataset, &path, StatusCode::OK, committed.as_ref()).await
 }
 
 /// `DELETE /v1/datasets/{ds}/nodes/{path}`: the node and everything under
@@ -269,12 +340,19 @@ pub(super) async fn delete_node(
     Path(NodeAt { ds, path }): Path<NodeAt>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(&ds, &caller, NODE_METHODS)?;
-    node_matches(dataset, &path, &headers).await?;
+    let dataset = state.writable(&ds, &caller, NODE_METHODS).await?;
+    node_matches(&dataset, &path, &headers).await?;
     let removed = dataset.delete_node(&path).await?;
     state.metrics.write_done(&ds, 0, 0, removed);
     tracing::info!(principal = %caller, dataset = ds, path, objects_deleted = removed, "node deleted");
-    Ok(no_store(StatusCode::NO_CONTENT.into_response()))
+    match commit(&state, &dataset, &caller, &headers, || format!("delete node '{path}'")).await? {
+        None => Ok(no_store(StatusCode::NO_CONTENT.into_response())),
+        Some(committed) => {
+            let mut answer = json!({});
+            add_commit(&mut answer, Some(&committed));
+            Ok(no_store((StatusCode::OK, axum::Json(answer)).into_response()))
+        }
+    }
 }
 
 /// `PUT /v1/datasets/{ds}/data`: a write to the root array.
@@ -310,7 +388,7 @@ async fn write_region(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(ds, caller, READ_METHODS)?;
+    let dataset = state.writable(ds, caller, READ_METHODS).await?;
     for (key, _) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if !WRITE_PARAMETERS.contains(&key.as_ref()) {
             return Err(unknown_parameter(&key, &WRITE_PARAMETERS));
@@ -331,7 +409,7 @@ async fn write_region(
     let elements = upload::elements(kind, upload, &region, &state.uploads).await?;
     let mut options = state.write_options.clone();
     if headers.contains_key(header::IF_MATCH) {
-        let (now, versions) = region_etag(state, dataset, &plan)
+        let (now, versions) = region_etag(state, &dataset, &plan)
             .await?
             .unwrap_or_else(|| ("\"changing\"".into(), Default::default()));
         if !if_match(headers, &now) {
@@ -363,13 +441,28 @@ async fn write_region(
         objects_deleted = outcome.objects_deleted,
         "write"
     );
-    let etag = region_etag(state, dataset, &plan).await?.map(|(etag, _)| etag);
-    let answer = json!({
+    let selection = plan.selection_key();
+    let committed = commit(state, &dataset, caller, headers, || {
+        format!("write '{path}' at {selection}")
+    })
+    .await?;
+    let etag = match &committed {
+        None => region_etag(state, &dataset, &plan).await?.map(|(etag, _)| etag),
+        // The region as the new snapshot holds it.
+        Some(c) => {
+            let (configured, _) = state.configured(ds, caller, crate::identity::Permission::Write)?;
+            let view = configured.at(Some(&c.snapshot)).await?;
+            let plan = view.plan_query(path, &query.read).await?;
+            region_etag(state, &view, &plan).await?.map(|(etag, _)| etag)
+        }
+    };
+    let mut answer = json!({
         "etag": etag,
         "chunks_written": outcome.chunks_written,
         "chunks_deleted": outcome.chunks_deleted,
         "objects_written": outcome.objects_written,
     });
+    add_commit(&mut answer, committed.as_ref());
     // The ETag is the region's binary one: no coding may be added to it.
     let mut response = no_store((StatusCode::OK, axum::Json(answer)).into_response());
     if let Some(value) = etag.and_then(|e| HeaderValue::from_str(&e).ok()) {

@@ -79,6 +79,9 @@ pub enum StoreError {
     /// A malformed ref, or a ref of a store without versions.
     #[error("{0}")]
     BadVersion(String),
+    /// A commit conflicts with what others committed; nothing was committed.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 /// What a write expects of the object it replaces or removes; when the
@@ -289,6 +292,45 @@ impl Store {
             }),
             ..self.reading(snapshot)
         })
+    }
+
+    /// This repository's `branch` at its tip now, to write: reads see the
+    /// store's own changes, nobody else sees them until [`Store::commit`].
+    pub async fn on_branch(&self, branch: &str) -> Result<Store, StoreError> {
+        let repository = self.repository()?.clone();
+        let session = self.bounds.run(repository.writable(branch)).await?;
+        Ok(Self {
+            versions: Some(Versions {
+                repository,
+                snapshot: Some(session.clone()),
+            }),
+            ..self.reading(session)
+        })
+    }
+
+    /// The branch a store made by [`Store::on_branch`] writes to.
+    pub fn branch(&self) -> Option<&str> {
+        self.versions.as_ref()?.snapshot.as_ref()?.branch()
+    }
+
+    /// Commit the changes of a store made by [`Store::on_branch`], with
+    /// `message` and `properties` (author and the like), rebased when the
+    /// branch moved (up to `attempts` times); the new snapshot's id.
+    pub async fn commit(
+        &self,
+        message: &str,
+        properties: std::collections::BTreeMap<String, serde_json::Value>,
+        attempts: u16,
+    ) -> Result<String, StoreError> {
+        let versions = self
+            .versions
+            .as_ref()
+            .ok_or_else(|| StoreError::Unavailable("only an Icechunk repository's branch takes commits".into()))?;
+        let changes = versions
+            .snapshot
+            .as_ref()
+            .ok_or_else(|| StoreError::Unavailable("commits are made on a branch's session".into()))?;
+        versions.repository.commit(changes, message, properties, attempts).await
     }
 
     /// The repository's branches and tags.

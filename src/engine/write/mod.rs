@@ -10,12 +10,14 @@
 //! write holds one row of chunks of it, not all of it.
 
 mod append;
+mod commit;
 mod consolidated;
 mod nodes;
 mod region;
 mod vlen;
 
 pub use append::Appended;
+pub use commit::Commit;
 pub use vlen::Items;
 
 use std::ops::Range;

@@ -17,6 +17,9 @@ mod storage;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use icechunk::conflicts::detector::ConflictDetector;
+use icechunk::conflicts::Conflict;
+use icechunk::format::snapshot::SnapshotProperties;
 use icechunk::format::SnapshotId;
 use icechunk::repository::VersionInfo;
 use icechunk::Repository;
@@ -115,6 +118,11 @@ pub(crate) struct IcechunkRepository {
     containers: Arc<Containers>,
     /// The repository's own objects, read through our store (see [`IcechunkSnapshot`]).
     objects: Store,
+    /// Commits of this process take turns: the crate's local storage has
+    /// no compare-and-swap, and on object stores turns spare the rebase
+    /// retries of writers in one process (other processes are told apart
+    /// by the crate's conditional writes and rebased onto).
+    commit_turn: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for IcechunkRepository {
@@ -147,6 +155,51 @@ fn is_malformed(error: &icechunk::repository::RepositoryError) -> bool {
     matches!(&error.kind, K::Ref(RefErrorKind::InvalidRefName(_)))
 }
 
+/// A commit that did not land: conflicts with what others committed are
+/// [`StoreError::Conflict`], listed; anything else the store's.
+fn commit_failed(e: icechunk::session::SessionError) -> StoreError {
+    use icechunk::session::SessionErrorKind as K;
+    match e.kind {
+        K::RebaseFailed { conflicts, .. } => StoreError::Conflict(format!(
+            "the branch moved and the change conflicts with what was committed meanwhile: {}; nothing was committed",
+            conflicts.iter().map(describe_conflict).collect::<Vec<_>>().join("; ")
+        )),
+        K::Conflict { .. } => StoreError::Conflict(
+            "the branch kept moving while this change was rebased onto it; nothing was committed".into(),
+        ),
+        kind => unavailable(kind),
+    }
+}
+
+/// One conflict, naming its node (and chunks).
+fn describe_conflict(conflict: &Conflict) -> String {
+    match conflict {
+        Conflict::ChunkDoubleUpdate {
+            path,
+            chunk_coordinates,
+            ..
+        } => {
+            let mut chunks: Vec<&Vec<u32>> = chunk_coordinates.iter().map(|c| &c.0).collect();
+            chunks.sort();
+            format!("chunks {chunks:?} of '{path}' were written by another commit")
+        }
+        Conflict::NewNodeConflictsWithExistingNode(path) => format!("node '{path}' was created by another commit"),
+        Conflict::NewNodeInInvalidGroup(path) => format!("the group of new node '{path}' changed in another commit"),
+        Conflict::ZarrMetadataDoubleUpdate(path) => format!("the metadata of '{path}' was changed by another commit"),
+        Conflict::ZarrMetadataUpdateOfDeletedArray(path) | Conflict::ZarrMetadataUpdateOfDeletedGroup(path) => {
+            format!("'{path}' was deleted by another commit")
+        }
+        Conflict::ChunksUpdatedInDeletedArray { path, .. } => format!("array '{path}' was deleted by another commit"),
+        Conflict::ChunksUpdatedInUpdatedArray { path, .. } => {
+            format!("the metadata of array '{path}' was changed by another commit")
+        }
+        Conflict::DeleteOfUpdatedArray { path, .. } | Conflict::DeleteOfUpdatedGroup { path, .. } => {
+            format!("'{path}' was changed by another commit")
+        }
+        Conflict::MoveOperationCannotBeRebased => "a move by another commit cannot be rebased over".into(),
+    }
+}
+
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("icechunk: {e}"))
 }
@@ -166,6 +219,7 @@ impl IcechunkRepository {
             snapshots: moka::future::Cache::builder().max_capacity(64).build(),
             containers,
             objects,
+            commit_turn: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -235,6 +289,7 @@ impl IcechunkRepository {
             let store = icechunk::Store::from_session(session.clone()).await;
             Ok(Arc::new(IcechunkSnapshot {
                 id: id.to_string(),
+                branch: None,
                 store,
                 session,
                 written,
@@ -246,6 +301,64 @@ impl IcechunkRepository {
             .try_get_with(id.to_string(), open)
             .await
             .map_err(|e: Arc<StoreError>| (*e).clone())
+    }
+
+    /// A writable session on `branch` at its tip now: what one write (or
+    /// one transaction) reads and changes before it commits.
+    pub(crate) async fn writable(&self, branch: &str) -> Result<Arc<IcechunkSnapshot>, StoreError> {
+        let repository = self.repository().await?;
+        let session = repository.writable_session(branch).await.map_err(|e| {
+            if is_malformed(&e) {
+                StoreError::BadVersion(format!("malformed branch name '{branch}': {e}"))
+            } else if is_unknown(&e) {
+                StoreError::UnknownVersion(format!("no branch '{branch}' in this repository"))
+            } else {
+                unavailable(e)
+            }
+        })?;
+        let id = session.snapshot_id().to_string();
+        let session = Arc::new(RwLock::new(session));
+        let store = icechunk::Store::from_session(session.clone()).await;
+        Ok(Arc::new(IcechunkSnapshot {
+            id,
+            branch: Some(branch.to_string()),
+            store,
+            session,
+            written: SystemTime::now(),
+            containers: self.containers.clone(),
+            objects: self.objects.clone(),
+        }))
+    }
+
+    /// Commit what the writable session `changes` holds to its branch with
+    /// `message` and `properties`, rebased onto the branch's tip when it
+    /// moved meanwhile (the crate's conflict detection, up to `attempts`
+    /// times); the new snapshot's id. A conflict is [`StoreError::Conflict`]
+    /// naming the chunks and nodes, and nothing is committed.
+    pub(crate) async fn commit(
+        &self,
+        changes: &IcechunkSnapshot,
+        message: &str,
+        properties: SnapshotProperties,
+        attempts: u16,
+    ) -> Result<String, StoreError> {
+        let Some(branch) = &changes.branch else {
+            return Err(StoreError::Unavailable("a snapshot has nothing to commit".into()));
+        };
+        let _turn = self.commit_turn.lock().await;
+        let committed = changes
+            .session
+            .write()
+            .await
+            .commit(message)
+            .properties(properties)
+            .allow_empty(true)
+            .rebase(&ConflictDetector, attempts.max(1))
+            .execute()
+            .await;
+        let id = committed.map_err(commit_failed)?.to_string();
+        self.tips.insert(Version::Branch(branch.clone()), id.clone()).await;
+        Ok(id)
     }
 
     /// Every branch and tag with its snapshot id.

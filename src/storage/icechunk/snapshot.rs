@@ -19,12 +19,17 @@ use tokio::sync::RwLock;
 
 use super::super::containers::Containers;
 use super::super::source::{KeySource, Listing};
-use super::super::{check_version, ByteRange, ObjectInfo, ReadResult, Store, StoreError};
+use super::super::{check_version, ByteRange, Expect, ObjectInfo, Payload, ReadResult, Store, StoreError};
 use super::unavailable;
 
-/// One snapshot of a repository, read through a read-only session.
+/// One snapshot of a repository, read through a read-only session; or a
+/// branch's tip through a writable session, whose changes are seen by its
+/// own reads and by nobody else's until committed.
 pub(crate) struct IcechunkSnapshot {
+    /// The snapshot read (for a writable session, the one it started from).
     pub(super) id: String,
+    /// The branch a writable session commits to.
+    pub(super) branch: Option<String>,
     pub(super) store: icechunk::Store,
     pub(super) session: Arc<RwLock<Session>>,
     pub(super) written: SystemTime,
@@ -78,6 +83,18 @@ fn parse_key(key: &str) -> Option<Key> {
     Some(Key::Chunk(node_path(path)?, ChunkIndices(coords?)))
 }
 
+/// A write the crate refused: a key or document it does not take is the
+/// caller's error (Icechunk holds Zarr v3 only), anything else the store's.
+fn refused(key: &str, e: icechunk::store::StoreError) -> StoreError {
+    use icechunk::store::StoreErrorKind as K;
+    match &e.kind {
+        K::InvalidKey { .. } | K::Unimplemented(_) | K::BadMetadata(_) => {
+            StoreError::InvalidKey(format!("'{key}' cannot be written to an Icechunk repository: {e}"))
+        }
+        _ => unavailable(e),
+    }
+}
+
 fn session_error(e: SessionError) -> Option<StoreError> {
     match e.kind {
         SessionErrorKind::NodeNotFound { .. } | SessionErrorKind::NotAnArray { .. } => None,
@@ -86,6 +103,20 @@ fn session_error(e: SessionError) -> Option<StoreError> {
 }
 
 impl IcechunkSnapshot {
+    fn check_writable(&self, key: &str) -> Result<(), StoreError> {
+        match self.branch {
+            Some(_) => Ok(()),
+            None => Err(StoreError::Unavailable(format!(
+                "'{key}' is in a snapshot, which never changes; writes go to a branch"
+            ))),
+        }
+    }
+
+    /// The branch a writable session commits to.
+    pub(crate) fn branch(&self) -> Option<&str> {
+        self.branch.as_deref()
+    }
+
     /// This snapshot's id (the ETag of each of its objects).
     pub(crate) fn id(&self) -> &str {
         &self.id
@@ -251,6 +282,29 @@ impl KeySource for IcechunkSnapshot {
         }
         Ok(Some(self.info(entry.size())))
     }
+    /// Write `data` at `key` in a writable session (a node's `zarr.json` or
+    /// a chunk, as the crate's store takes them). The session is this
+    /// request's alone: another writer's changes are found when it commits
+    /// (the crate's conflict detection), so only `Expect::Absent` is checked.
+    async fn put(&self, key: &str, data: Payload, expect: Expect) -> Result<Option<String>, StoreError> {
+        self.check_writable(key)?;
+        if expect == Expect::Absent && self.store.exists(key).await.map_err(unavailable)? {
+            return Err(StoreError::Changed(key.to_string()));
+        }
+        self.store
+            .set(key, data.to_bytes())
+            .await
+            .map_err(|e| refused(key, e))?;
+        Ok(Some(self.id.clone()))
+    }
+
+    /// Remove `key` in a writable session (a node's `zarr.json` removes the
+    /// node and everything under it).
+    async fn delete(&self, key: &str, _expect: Expect) -> Result<(), StoreError> {
+        self.check_writable(key)?;
+        self.store.delete(key).await.map_err(|e| refused(key, e))
+    }
+
     /// The children of `prefix`: (directories, objects), each sorted.
     async fn list_dir(&self, prefix: &str) -> Result<Listing, StoreError> {
         // Only nodes are listed (Icechunk has no implicit groups): for a

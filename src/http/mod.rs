@@ -18,6 +18,7 @@ mod passthrough;
 mod picture;
 mod problem;
 mod query;
+mod refs;
 mod respond;
 mod serve;
 mod stall;
@@ -35,7 +36,7 @@ pub(crate) use wms::check_frame;
 
 use std::sync::Arc;
 
-use axum::routing::get;
+use axum::routing::{get, post, put};
 use axum::Router;
 
 pub(crate) use admit::{admit, read_slot};
@@ -73,7 +74,12 @@ pub fn routes() -> Router<Arc<AppState>> {
                 .patch(write::patch_node)
                 .delete(write::delete_node),
         )
-        .route("/v1/datasets/{ds}/refs", get(nodes::refs))
+        .route("/v1/datasets/{ds}/refs", get(refs::refs))
+        .route("/v1/datasets/{ds}/refs/{kind}", post(refs::create))
+        .route(
+            "/v1/datasets/{ds}/refs/{kind}/{name}",
+            put(refs::reset_branch).delete(refs::delete),
+        )
         .route_layer(axum::middleware::from_fn(no_query_parameters));
     let data = Router::new()
         .route(
@@ -95,7 +101,9 @@ pub fn routes() -> Router<Arc<AppState>> {
             get(data::read).head(data::read).post(data::read).put(write::region),
         )
         .route_layer(axum::middleware::from_fn(read_slot));
-    let compressed = documents.merge(data).layer(compression());
+    // Takes `ref` and `limit`, checked by the handler.
+    let history = Router::new().route("/v1/datasets/{ds}/history", get(refs::history));
+    let compressed = documents.merge(data).merge(history).layer(compression());
     let keys = Router::new()
         .route(
             "/v1/datasets/{ds}/zarr/{*key}",

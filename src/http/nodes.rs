@@ -13,7 +13,7 @@ use super::format::accept_items;
 use super::problem::ApiError;
 use super::AppState;
 use crate::engine::{Dataset, Node, NodeMetadata};
-use crate::identity::{Caller, Permission};
+use crate::identity::Caller;
 
 /// 406 unless `Accept` allows JSON.
 pub(super) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
@@ -50,7 +50,7 @@ pub(super) async fn list_datasets(
 
 /// A JSON document with a strong ETag over its bytes; 304 when
 /// `If-None-Match` names it.
-fn json_response(body: Bytes, headers: &HeaderMap) -> Response {
+pub(super) fn json_response(body: Bytes, headers: &HeaderMap) -> Response {
     let etag = strong_etag(&[&body]);
     respond(body, "application/json", &etag, &Method::GET, headers)
 }
@@ -73,33 +73,6 @@ pub(super) async fn node(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     document(&state, &caller, &ds, &path, &headers).await
-}
-
-/// `GET /v1/datasets/{ds}/refs`: the branches and tags of an Icechunk
-/// repository, each with the snapshot it names now.
-pub(super) async fn refs(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(ds): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    // The repository's refs, whatever version the URL names.
-    let (dataset, _) = state.configured(&ds, &caller, Permission::Read)?;
-    require_json(&headers)?;
-    if !dataset.store().is_versioned() {
-        return Err(ApiError::BadRequest(format!(
-            "dataset '{}' is not an Icechunk repository: it has no refs",
-            dataset.name
-        )));
-    }
-    let refs = dataset.store().refs().await?;
-    let list = |refs: &[(String, String)]| -> Vec<Value> {
-        refs.iter()
-            .map(|(name, snapshot)| json!({"name": name, "snapshot": snapshot}))
-            .collect()
-    };
-    let body = json!({"branches": list(&refs.branches), "tags": list(&refs.tags)});
-    Ok(json_response(Bytes::from(body.to_string()), &headers))
 }
 
 /// The node document, rendered once per cached node.

@@ -59,6 +59,9 @@ pub enum ApiError {
     /// A write to a dataset that takes none (`Allow` names what it takes).
     #[error("dataset '{0}' is not writable (its config does not say writable = true); nothing was written")]
     ReadOnly(String, &'static str),
+    /// A method this resource never takes, said why (`Allow` names what it takes).
+    #[error("{0}")]
+    NotAllowed(String, &'static str),
     /// Too much work in flight.
     #[error("the server is busy: {0}")]
     Overloaded(String),
@@ -125,7 +128,9 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::IssuerUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::MethodNotAllowed | ApiError::ReadOnly(..) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed | ApiError::ReadOnly(..) | ApiError::NotAllowed(..) => {
+                StatusCode::METHOD_NOT_ALLOWED
+            }
             ApiError::UriTooLong(..) => StatusCode::URI_TOO_LONG,
             ApiError::HeadersTooLarge(..) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Engine(E::Internal(_)) | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -200,7 +205,7 @@ impl IntoResponse for ApiError {
             ApiError::RateLimited(secs) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*secs));
             }
-            ApiError::ReadOnly(_, allow) => {
+            ApiError::ReadOnly(_, allow) | ApiError::NotAllowed(_, allow) => {
                 headers.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
             _ => {}

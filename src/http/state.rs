@@ -174,18 +174,12 @@ impl AppState {
             Some((name, version)) => (name, Some(version)),
             None => (addressed, None),
         };
-        let served = self
-            .datasets
-            .get(name)
-            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
-        let not_allowed = |why: String| ApiError::Rejected(axum::http::StatusCode::METHOD_NOT_ALLOWED, why);
-        if !served.writable {
-            return Err(ApiError::ReadOnly(name.to_string(), allow));
-        }
-        served.grants.check(caller, Permission::Write)?;
-        if !served.dataset.store().is_versioned() {
+        let dataset = self.write_allowed(name, caller, allow)?;
+        // A version of a dataset is read, never written.
+        let not_allowed = |why: String| ApiError::NotAllowed(why, allow);
+        if !dataset.store().is_versioned() {
             return match version {
-                None => Ok(served.dataset.clone()),
+                None => Ok(dataset.clone()),
                 Some(_) => Err(not_allowed(format!(
                     "'{addressed}' names a version; writes go to the dataset itself"
                 ))),
@@ -201,7 +195,23 @@ impl AppState {
             }
             Some(Err(why)) => return Err(ApiError::BadRequest(why)),
         };
-        Ok(served.dataset.on_branch(&branch).await?)
+        Ok(dataset.on_branch(&branch).await?)
+    }
+
+    /// The configured dataset `name` (without `@ref`), when `caller` may
+    /// change it: 404 when there is none, 405 (whatever the credentials)
+    /// when it takes no writes, then 401 or 403 without its `write` grant.
+    pub(super) fn write_allowed(&self, name: &str, caller: &Caller, allow: &'static str) -> Result<&Dataset, ApiError> {
+        let name = name.split_once('@').map_or(name, |(name, _)| name);
+        let served = self
+            .datasets
+            .get(name)
+            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
+        if !served.writable {
+            return Err(ApiError::ReadOnly(name.to_string(), allow));
+        }
+        served.grants.check(caller, Permission::Write)?;
+        Ok(&served.dataset)
     }
 
     /// Whether anyone, anonymous included, may read dataset `name` (an

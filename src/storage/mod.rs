@@ -40,7 +40,7 @@ use bytes::Bytes;
 
 pub use bounds::StoreStats;
 pub use containers::VirtualContainer;
-pub use icechunk::{Refs, Version};
+pub use icechunk::{Commit, RefKind, Refs, Version};
 pub use key::{join, validate_key};
 pub use open::StoreOptions;
 pub use payload::Payload;
@@ -331,6 +331,31 @@ impl Store {
             .as_ref()
             .ok_or_else(|| StoreError::Unavailable("commits are made on a branch's session".into()))?;
         versions.repository.commit(changes, message, properties, attempts).await
+    }
+
+    /// The snapshots `version` descends from, newest first, at most `limit`.
+    pub async fn history(&self, version: &Version, limit: usize) -> Result<Vec<Commit>, StoreError> {
+        let repository = self.repository()?;
+        self.bounds.run(repository.history(version, limit)).await
+    }
+
+    /// Make branch or tag `name` at snapshot `snapshot` (409 when the name exists).
+    pub async fn create_ref(&self, kind: RefKind, name: &str, snapshot: &str) -> Result<(), StoreError> {
+        let repository = self.repository()?;
+        self.bounds.run(repository.create_ref(kind, name, snapshot)).await
+    }
+
+    /// Point branch `name` at `snapshot`, only while it is at `expected`
+    /// when given ([`StoreError::Changed`] otherwise).
+    pub async fn reset_branch(&self, name: &str, snapshot: &str, expected: Option<&str>) -> Result<(), StoreError> {
+        let repository = self.repository()?;
+        self.bounds.run(repository.reset_branch(name, snapshot, expected)).await
+    }
+
+    /// Remove branch or tag `name` (never `main`).
+    pub async fn delete_ref(&self, kind: RefKind, name: &str) -> Result<(), StoreError> {
+        let repository = self.repository()?;
+        self.bounds.run(repository.delete_ref(kind, name)).await
     }
 
     /// The repository's branches and tags.

@@ -300,3 +300,83 @@ def test_a_write_conflicting_with_a_commit_made_meanwhile_is_409_and_commits_not
     assert repo.lookup_branch("main") == landed
     chunk_row = read(repo, "a")[0:2, 0:6]
     np.testing.assert_array_equal(chunk_row, np.concatenate([np.zeros(CHUNKS, "f4"), np.full(CHUNKS, 2, "f4")], axis=1))
+
+
+def jcall(method, url, doc=None, headers=None):
+    body = None if doc is None else json.dumps(doc).encode()
+    h = {"Content-Type": "application/json", **(headers or {})} if doc is not None else (headers or {})
+    status, _, got = call(method, url, body, h)
+    return status, (json.loads(got) if got else None)
+
+
+def test_history_lists_every_commit_newest_first_as_icechunk_python_does(repo_world):
+    w, repo = repo_world, repo_world["repo"]
+    for k in range(3):
+        status, _, body = put(w["base"], "ic", "a", f"{k * 2}:{k * 2 + 2},0:3", np.full(CHUNKS, k, "float32"),
+                              {"X-Commit-Message": f"step {k}"})
+        assert status == 200, body
+    status, got = jcall("GET", f"{w['base']}/v1/datasets/ic/history")
+    assert status == 200, got
+    expected = list(repo.ancestry(branch="main"))
+    assert [h["id"] for h in got] == [s.id for s in expected]
+    assert [h["parent"] for h in got] == [s.parent_id for s in expected]
+    assert [h["message"] for h in got] == [s.message for s in expected]
+    assert [h["author"] for h in got[:3]] == ["anonymous"] * 3
+    assert got[0]["written_at"].endswith("Z")
+    status, got = jcall("GET", f"{w['base']}/v1/datasets/ic/history?ref=tag.v1&limit=1")
+    assert status == 200 and [h["id"] for h in got] == [w["first"]], got
+    for bad, code in [("?ref=nope", 400), ("?ref=branch.nope", 404), ("?limit=0", 400), ("?limit=x", 400),
+                      ("?other=1", 400)]:
+        status, got = jcall("GET", f"{w['base']}/v1/datasets/ic/history{bad}")
+        assert status == code, (bad, got)
+
+
+def test_branches_and_tags_are_made_reset_and_removed(repo_world):
+    w, repo = repo_world, repo_world["repo"]
+    refs = f"{w['base']}/v1/datasets/ic/refs"
+    status, got = jcall("POST", f"{refs}/branches", {"name": "exp", "snapshot": w["first"]})
+    assert status == 201 and got == {"name": "exp", "snapshot": w["first"]}, got
+    assert repo.lookup_branch("exp") == w["first"]
+    status, got = jcall("POST", f"{refs}/branches", {"name": "exp", "snapshot": w["first"]})
+    assert status == 409, got
+    status, got = jcall("POST", f"{refs}/tags", {"name": "v1", "snapshot": w["first"]})
+    assert status == 409, got
+    status, got = jcall("POST", f"{refs}/tags", {"name": "v2", "snapshot": "0" * 20})
+    assert status == 400, got
+    status, got = jcall("POST", f"{refs}/tags", {"name": "v2"})
+    assert status == 400, got
+    # A commit on exp, then a tag of it; reset exp back on condition.
+    status, _, body = put(w["base"], "ic@branch.exp", "a", "0:2,0:3", np.ones(CHUNKS, "float32"))
+    assert status == 200, body
+    moved = json.loads(body)["snapshot"]
+    status, got = jcall("POST", f"{refs}/tags", {"name": "v2", "snapshot": moved})
+    assert status == 201, got
+    assert repo.lookup_tag("v2") == moved
+    status, got = jcall("PUT", f"{refs}/branches/exp", {"snapshot": w["first"]}, {"If-Match": f'"{w["first"]}"'})
+    assert status == 412, got
+    assert repo.lookup_branch("exp") == moved
+    status, got = jcall("PUT", f"{refs}/branches/exp", {"snapshot": w["first"]}, {"If-Match": f'"{moved}"'})
+    assert status == 200, got
+    assert repo.lookup_branch("exp") == w["first"]
+    # The service sees the reset at once.
+    status, _, got = call("GET", f"{w['base']}/v1/datasets/ic@branch.exp/data/a?format=npy")
+    assert np.load(io.BytesIO(got)).sum() == 0
+    status, got = jcall("PUT", f"{refs}/branches/nope", {"snapshot": w["first"]})
+    assert status == 404, got
+    status, got = jcall("PUT", f"{refs}/tags/v1", {"snapshot": moved})
+    assert status == 405, got  # tags never move
+    status, got = jcall("POST", f"{refs}/leaves", {"name": "x", "snapshot": moved})
+    assert status == 404, got
+    status, _, _ = call("DELETE", f"{refs}/branches/exp")
+    assert status == 204
+    assert "exp" not in repo.list_branches()
+    status, _, _ = call("DELETE", f"{refs}/branches/main")
+    assert status == 400
+    status, _, _ = call("DELETE", f"{refs}/tags/v2")
+    assert status == 204
+    assert "v2" not in repo.list_tags()
+    status, got = jcall("POST", f"{refs}/tags", {"name": "v2", "snapshot": w["first"]})
+    assert status == 409, got  # a deleted tag's name is not reused
+    status, doc = jcall("GET", refs)
+    assert status == 200
+    assert {b["name"] for b in doc["branches"]} == {"main", "dev"}

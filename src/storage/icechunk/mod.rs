@@ -17,6 +17,7 @@ mod storage;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use futures::{StreamExt, TryStreamExt};
 use icechunk::conflicts::detector::ConflictDetector;
 use icechunk::conflicts::Conflict;
 use icechunk::format::snapshot::SnapshotProperties;
@@ -96,6 +97,46 @@ impl std::fmt::Display for Version {
     }
 }
 
+/// A branch or a tag, as a change of refs names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefKind {
+    /// A branch: moves with each commit.
+    Branch,
+    /// A tag: never moves.
+    Tag,
+}
+
+impl RefKind {
+    fn noun(self) -> &'static str {
+        match self {
+            RefKind::Branch => "branch",
+            RefKind::Tag => "tag",
+        }
+    }
+
+    fn version(self, name: &str) -> Version {
+        match self {
+            RefKind::Branch => Version::Branch(name.to_string()),
+            RefKind::Tag => Version::Tag(name.to_string()),
+        }
+    }
+}
+
+/// One snapshot of a repository's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// Its id.
+    pub id: String,
+    /// The snapshot it was made on (`None` for the first).
+    pub parent: Option<String>,
+    /// Its message.
+    pub message: String,
+    /// When it was written.
+    pub written_at: SystemTime,
+    /// The `author` its metadata names, when it does.
+    pub author: Option<String>,
+}
+
 /// The branches and tags of a repository, each with its snapshot id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Refs {
@@ -146,6 +187,25 @@ fn is_unknown(error: &icechunk::repository::RepositoryError) -> bool {
             | K::InvalidSnapshotId(_)
             | K::FormatError(F::SnapshotIdNotFound { .. } | F::BranchNotFound { .. } | F::TagNotFound { .. })
     )
+}
+
+/// What a change of a ref met: the name taken, the ref missing, the branch
+/// moved, a rule of the crate's; or the store's error.
+fn ref_failed(kind: RefKind, name: &str, error: icechunk::repository::RepositoryError) -> StoreError {
+    use icechunk::format::IcechunkFormatErrorKind as F;
+    use icechunk::refs::RefErrorKind as R;
+    use icechunk::repository::RepositoryErrorKind as K;
+    let what = format!("{} '{name}'", kind.noun());
+    match &error.kind {
+        K::FormatError(F::BranchAlreadyExists { .. } | F::TagAlreadyExists { .. } | F::TagPreviouslyDeleted { .. })
+        | K::Ref(R::TagAlreadyExists(_))
+        | K::Tag(_) => StoreError::Conflict(format!("{what} exists (a tag's name is never reused); nothing changed")),
+        K::Conflict { .. } | K::Ref(R::Conflict { .. }) => StoreError::Changed(what),
+        K::CannotDeleteMain => StoreError::BadVersion("branch 'main' cannot be deleted".into()),
+        _ if is_malformed(&error) => StoreError::BadVersion(format!("malformed {what}: {error}")),
+        _ if is_unknown(&error) => StoreError::UnknownVersion(format!("no {what} in this repository")),
+        _ => unavailable(error),
+    }
 }
 
 /// Whether a repository error means "not a valid ref name".
@@ -359,6 +419,87 @@ impl IcechunkRepository {
         let id = committed.map_err(commit_failed)?.to_string();
         self.tips.insert(Version::Branch(branch.clone()), id.clone()).await;
         Ok(id)
+    }
+
+    /// The snapshots `version` descends from, itself first, at most `limit`.
+    pub(crate) async fn history(&self, version: &Version, limit: usize) -> Result<Vec<Commit>, StoreError> {
+        let id = self.resolve(version).await?;
+        let repository = self.repository().await?;
+        let at = Version::Snapshot(id).info()?;
+        let ancestry = repository.ancestry(&at).await.map_err(unavailable)?;
+        let infos: Vec<_> = ancestry.take(limit).try_collect().await.map_err(unavailable)?;
+        Ok(infos
+            .into_iter()
+            .map(|info| Commit {
+                id: info.id.to_string(),
+                parent: info.parent_id.map(|p| p.to_string()),
+                message: info.message,
+                written_at: SystemTime::from(info.flushed_at),
+                author: info.metadata.get("author").and_then(|a| a.as_str()).map(str::to_string),
+            })
+            .collect())
+    }
+
+    /// Make branch or tag `name` at `snapshot`: [`StoreError::Conflict`]
+    /// when the name exists (a tag's name, even once deleted: tags never
+    /// move), [`StoreError::BadVersion`] for a malformed name or an unknown
+    /// snapshot.
+    pub(crate) async fn create_ref(&self, kind: RefKind, name: &str, snapshot: &str) -> Result<(), StoreError> {
+        let repository = self.repository().await?;
+        let id = self.known_snapshot(snapshot).await?;
+        let made = match kind {
+            RefKind::Branch => repository.create_branch(name, &id).await,
+            RefKind::Tag => repository.create_tag(name, &id).await,
+        };
+        made.map_err(|e| ref_failed(kind, name, e))?;
+        self.tips.invalidate(&kind.version(name)).await;
+        Ok(())
+    }
+
+    /// Point branch `name` at `snapshot`, only while it is at `expected`
+    /// when given ([`StoreError::Changed`] otherwise).
+    pub(crate) async fn reset_branch(
+        &self,
+        name: &str,
+        snapshot: &str,
+        expected: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let repository = self.repository().await?;
+        let id = self.known_snapshot(snapshot).await?;
+        let from = match expected {
+            None => None,
+            Some(e) => Some(SnapshotId::try_from(e).map_err(|_| StoreError::Changed(format!("branch '{name}'")))?),
+        };
+        // The branch must exist: resetting never creates one.
+        repository
+            .lookup_branch(name)
+            .await
+            .map_err(|e| ref_failed(RefKind::Branch, name, e))?;
+        let reset = repository.reset_branch(name, &id, from.as_ref()).await;
+        self.tips.invalidate(&RefKind::Branch.version(name)).await;
+        reset.map_err(|e| ref_failed(RefKind::Branch, name, e))
+    }
+
+    /// Remove branch or tag `name` (the crate's rules: never `main`).
+    pub(crate) async fn delete_ref(&self, kind: RefKind, name: &str) -> Result<(), StoreError> {
+        let repository = self.repository().await?;
+        let deleted = match kind {
+            RefKind::Branch => repository.delete_branch(name).await,
+            RefKind::Tag => repository.delete_tag(name).await,
+        };
+        self.tips.invalidate(&kind.version(name)).await;
+        deleted.map_err(|e| ref_failed(kind, name, e))
+    }
+
+    /// The id of `snapshot`, which the repository must have.
+    async fn known_snapshot(&self, snapshot: &str) -> Result<SnapshotId, StoreError> {
+        let unknown = || StoreError::BadVersion(format!("this repository has no snapshot '{snapshot}'"));
+        let id = SnapshotId::try_from(snapshot).map_err(|_| unknown())?;
+        match self.resolve(&Version::Snapshot(snapshot.to_string())).await {
+            Ok(_) => Ok(id),
+            Err(StoreError::UnknownVersion(_) | StoreError::BadVersion(_)) => Err(unknown()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Every branch and tag with its snapshot id.

@@ -13,8 +13,10 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::conditional::if_match;
 use super::nodes::{json_response, require_json};
 use super::problem::ApiError;
+use super::write::{no_store, require_json_body};
 use super::AppState;
 use crate::engine::Dataset;
 use crate::identity::{Caller, Permission};
@@ -132,25 +134,12 @@ pub(super) struct ResetTo {
 /// A JSON body of type `T`: 415 for another `Content-Type`, 400 naming
 /// what is wrong.
 fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: &[u8], expected: &str) -> Result<T, ApiError> {
-    let media = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
-    if media.as_deref() != Some("application/json") {
-        return Err(ApiError::Rejected(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("the body must be application/json: {expected}"),
-        ));
-    }
+    require_json_body(headers, false)?;
     serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("the body must be {expected}: {e}")))
 }
 
 fn ref_answer(status: StatusCode, name: &str, snapshot: &str) -> Response {
-    let mut response = (status, axum::Json(json!({"name": name, "snapshot": snapshot}))).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    no_store((status, axum::Json(json!({"name": name, "snapshot": snapshot}))).into_response())
 }
 
 /// The kind of ref a URL names: `branches` or `tags` (404 otherwise).
@@ -199,23 +188,16 @@ pub(super) async fn reset_branch(
     }
     let dataset = repository(state.write_allowed(&ds, &caller, REFS_METHODS)?)?;
     let to: ResetTo = json_body(&headers, &body, r#"{"snapshot": "<snapshot id>"}"#)?;
-    let expected = match headers.get(header::IF_MATCH) {
-        None => None,
-        Some(v) => Some(
-            v.to_str()
-                .map(|t| t.trim().trim_start_matches("W/").trim_matches('"').to_string())
-                .map_err(|_| ApiError::BadRequest("If-Match must name a snapshot id".into()))?,
-        ),
+    // The branch's ETag is its snapshot id, quoted.
+    let holds = |current: &str| if_match(&headers, &format!("\"{current}\""));
+    let condition: Option<&(dyn Fn(&str) -> bool + Sync)> = match headers.contains_key(header::IF_MATCH) {
+        true => Some(&holds),
+        false => None,
     };
-    match dataset
-        .store()
-        .reset_branch(&name, &to.snapshot, expected.as_deref())
-        .await
-    {
+    match dataset.store().reset_branch(&name, &to.snapshot, condition).await {
         Err(crate::storage::StoreError::Changed(_)) => {
             return Err(ApiError::Engine(crate::engine::Error::PreconditionFailed(format!(
-                "branch '{name}' is no longer at {}; nothing changed",
-                expected.unwrap_or_default()
+                "branch '{name}' is not at the snapshot If-Match names; nothing changed"
             ))))
         }
         other => other?,
@@ -235,9 +217,5 @@ pub(super) async fn delete(
     let dataset = repository(state.write_allowed(&ds, &caller, REFS_METHODS)?)?;
     dataset.store().delete_ref(kind, &name).await?;
     tracing::info!(principal = %caller, dataset = ds, kind = ?kind, name, "ref deleted");
-    let mut response = StatusCode::NO_CONTENT.into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(no_store(StatusCode::NO_CONTENT.into_response()))
 }

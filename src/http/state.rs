@@ -146,16 +146,17 @@ impl AppState {
         caller: &Caller,
         permission: Permission,
     ) -> Result<(&'a Dataset, Option<&'a str>), ApiError> {
-        let (name, version) = match addressed.split_once('@') {
-            Some((name, version)) => (name, Some(version)),
-            None => (addressed, None),
-        };
-        let served = self
-            .datasets
-            .get(name)
-            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
+        let (name, version) = split_version(addressed);
+        let served = self.served(name)?;
         served.grants.check(caller, permission)?;
         Ok((&served.dataset, version))
+    }
+
+    /// The dataset configured as `name`: 404 when there is none.
+    fn served(&self, name: &str) -> Result<&ServedDataset, ApiError> {
+        self.datasets
+            .get(name)
+            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))
     }
 
     /// The dataset a write by `caller` goes to: 404 when there is none,
@@ -170,10 +171,7 @@ impl AppState {
         caller: &Caller,
         allow: &'static str,
     ) -> Result<Dataset, ApiError> {
-        let (name, version) = match addressed.split_once('@') {
-            Some((name, version)) => (name, Some(version)),
-            None => (addressed, None),
-        };
+        let (name, version) = split_version(addressed);
         let dataset = self.write_allowed(name, caller, allow)?;
         // A version of a dataset is read, never written.
         let not_allowed = |why: String| ApiError::NotAllowed(why, allow);
@@ -202,11 +200,8 @@ impl AppState {
     /// change it: 404 when there is none, 405 (whatever the credentials)
     /// when it takes no writes, then 401 or 403 without its `write` grant.
     pub(super) fn write_allowed(&self, name: &str, caller: &Caller, allow: &'static str) -> Result<&Dataset, ApiError> {
-        let name = name.split_once('@').map_or(name, |(name, _)| name);
-        let served = self
-            .datasets
-            .get(name)
-            .ok_or_else(|| ApiError::NotFound(format!("no dataset named '{name}'")))?;
+        let (name, _) = split_version(name);
+        let served = self.served(name)?;
         if !served.writable {
             return Err(ApiError::ReadOnly(name.to_string(), allow));
         }
@@ -278,5 +273,13 @@ pub(crate) fn origin(state: &AppState, headers: &HeaderMap) -> String {
     match host {
         Some(host) => format!("{proto}://{host}"),
         None => String::new(),
+    }
+}
+
+/// `name@ref` as the dataset's name and the version named (`None`: none).
+fn split_version(addressed: &str) -> (&str, Option<&str>) {
+    match addressed.split_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (addressed, None),
     }
 }

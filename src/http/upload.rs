@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, StatusCode};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::problem::ApiError;
 use crate::engine::{DataType, InMemory, Items, RegionBody, Repeated};
+use crate::storage::Payload;
 
 /// How much a body may be, and where large ones go.
 #[derive(Debug, Clone)]
@@ -180,25 +181,13 @@ pub(crate) async fn receive(body: Body, headers: &HeaderMap, limits: &Limits) ->
         return Err(cut_short(format!("{total} of {} bytes", declared.unwrap_or(0))));
     }
     match spool {
-        None => Ok(Upload::Memory(joined(pending, total))),
+        None => Ok(Upload::Memory(Payload::from(pending).to_bytes())),
         Some(spool) => Ok(Upload::File(spool.close().await?, total)),
     }
 }
 
 /// Bytes of a body written to the spool file at once.
 const SPOOL_BATCH: usize = 4 << 20;
-
-/// `parts` as one buffer (no copy for one part).
-fn joined(parts: Vec<Bytes>, total: u64) -> Bytes {
-    if parts.len() == 1 {
-        return parts.into_iter().next().expect("one part");
-    }
-    let mut memory = BytesMut::with_capacity(total as usize);
-    for part in parts {
-        memory.extend_from_slice(&part);
-    }
-    memory.freeze()
-}
 
 /// A body's spool file being written: the pieces received are gathered
 /// into a batch while the one before is written on a blocking thread. The

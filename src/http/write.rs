@@ -184,7 +184,7 @@ fn add_commit(answer: &mut serde_json::Value, committed: Option<&Commit>) {
     }
 }
 
-fn no_store(mut response: Response) -> Response {
+pub(super) fn no_store(mut response: Response) -> Response {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -217,7 +217,7 @@ const NODE_METHODS: &str = "GET, HEAD";
 
 /// 415 unless the body is JSON (`application/json`, or `merge` also
 /// `application/merge-patch+json`).
-fn require_json_body(headers: &HeaderMap, merge: bool) -> Result<(), ApiError> {
+pub(super) fn require_json_body(headers: &HeaderMap, merge: bool) -> Result<(), ApiError> {
     let given = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -450,8 +450,10 @@ async fn write_region(
         None => region_etag(state, &dataset, &plan).await?.map(|(etag, _)| etag),
         // The region as the new snapshot holds it.
         Some(c) => {
-            let (configured, _) = state.configured(ds, caller, crate::identity::Permission::Write)?;
-            let view = configured.at(Some(&c.snapshot)).await?;
+            let view = state
+                .write_allowed(ds, caller, READ_METHODS)?
+                .at(Some(&c.snapshot))
+                .await?;
             let plan = view.plan_query(path, &query.read).await?;
             region_etag(state, &view, &plan).await?.map(|(etag, _)| etag)
         }

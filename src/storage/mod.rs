@@ -345,11 +345,19 @@ impl Store {
         self.bounds.run(repository.create_ref(kind, name, snapshot)).await
     }
 
-    /// Point branch `name` at `snapshot`, only while it is at `expected`
-    /// when given ([`StoreError::Changed`] otherwise).
-    pub async fn reset_branch(&self, name: &str, snapshot: &str, expected: Option<&str>) -> Result<(), StoreError> {
+    /// Point branch `name` at `snapshot`; with a `condition`, only while it
+    /// holds for the snapshot id the branch is at ([`StoreError::Changed`]
+    /// otherwise).
+    pub async fn reset_branch(
+        &self,
+        name: &str,
+        snapshot: &str,
+        condition: Option<&(dyn Fn(&str) -> bool + Sync)>,
+    ) -> Result<(), StoreError> {
         let repository = self.repository()?;
-        self.bounds.run(repository.reset_branch(name, snapshot, expected)).await
+        self.bounds
+            .run(repository.reset_branch(name, snapshot, condition))
+            .await
     }
 
     /// Remove branch or tag `name` (never `main`).

@@ -456,26 +456,29 @@ impl IcechunkRepository {
         Ok(())
     }
 
-    /// Point branch `name` at `snapshot`, only while it is at `expected`
-    /// when given ([`StoreError::Changed`] otherwise).
+    /// Point branch `name` at `snapshot`; with a `condition`, only while
+    /// it holds for the snapshot the branch is at ([`StoreError::Changed`]
+    /// otherwise, also when the branch moves between the check and the
+    /// reset).
     pub(crate) async fn reset_branch(
         &self,
         name: &str,
         snapshot: &str,
-        expected: Option<&str>,
+        condition: Option<&(dyn Fn(&str) -> bool + Sync)>,
     ) -> Result<(), StoreError> {
         let repository = self.repository().await?;
         let id = self.known_snapshot(snapshot).await?;
-        let from = match expected {
-            None => None,
-            Some(e) => Some(SnapshotId::try_from(e).map_err(|_| StoreError::Changed(format!("branch '{name}'")))?),
-        };
         // The branch must exist: resetting never creates one.
-        repository
+        let current = repository
             .lookup_branch(name)
             .await
             .map_err(|e| ref_failed(RefKind::Branch, name, e))?;
-        let reset = repository.reset_branch(name, &id, from.as_ref()).await;
+        let from = match condition {
+            None => None,
+            Some(holds) if holds(&current.to_string()) => Some(&current),
+            Some(_) => return Err(StoreError::Changed(format!("branch '{name}'"))),
+        };
+        let reset = repository.reset_branch(name, &id, from).await;
         self.tips.invalidate(&RefKind::Branch.version(name)).await;
         reset.map_err(|e| ref_failed(RefKind::Branch, name, e))
     }

@@ -230,6 +230,9 @@ pub struct Config {
     /// Times a write reads an object again after another writer changed
     /// it, before answering 409.
     pub write_retries: usize,
+    /// Seconds an Icechunk transaction lives after the last write in it
+    /// (410 after).
+    pub transaction_ttl_secs: f64,
     /// Where write bodies larger than `slab_bytes` are spooled (unset: the
     /// system's temporary directory).
     pub write_spool_dir: Option<PathBuf>,
@@ -280,6 +283,7 @@ impl Default for Config {
             trusted_proxies: Vec::new(),
             max_request_bytes: 1 << 30,
             write_retries: 8,
+            transaction_ttl_secs: 3600.0,
             write_spool_dir: None,
             auth: AuthConfig::default(),
             file: None,
@@ -438,6 +442,7 @@ impl Config {
             ("shutdown_grace_secs", self.shutdown_grace_secs),
             ("read_slot_wait_secs", self.read_slot_wait_secs),
             ("slab_budget_wait_secs", self.slab_budget_wait_secs),
+            ("transaction_ttl_secs", self.transaction_ttl_secs),
         ] {
             if !(0.0..1e7).contains(&secs) {
                 return Err(format!("invalid {name} {secs}: expected seconds >= 0"));

@@ -23,13 +23,27 @@ pub(super) const MAX_BODY_BYTES: usize = 1 << 20;
 /// 400 naming the first query parameter of a `/v1/` route that takes none
 /// (a typo must never silently change an answer).
 pub(super) async fn no_query_parameters(request: Request, next: Next) -> Response {
-    let first = request
-        .uri()
-        .query()
-        .and_then(|q| url::form_urlencoded::parse(q.as_bytes()).next())
-        .map(|(name, _)| name.into_owned());
-    match first {
-        Some(name) => query::unknown_parameter(&name, &[]).into_response(),
+    only_parameters(request, next, &[]).await
+}
+
+/// The node routes: no query parameters, but a write's `transaction`.
+pub(super) async fn only_a_transaction(request: Request, next: Next) -> Response {
+    let allowed: &[&str] = match *request.method() {
+        axum::http::Method::GET | axum::http::Method::HEAD => &[],
+        _ => &["transaction"],
+    };
+    only_parameters(request, next, allowed).await
+}
+
+/// 400 naming the first query parameter not `allowed`.
+async fn only_parameters(request: Request, next: Next, allowed: &[&str]) -> Response {
+    let unknown = request.uri().query().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(name, _)| !allowed.contains(&name.as_ref()))
+            .map(|(name, _)| name.into_owned())
+    });
+    match unknown {
+        Some(name) => query::unknown_parameter(&name, allowed).into_response(),
         None => next.run(request).await,
     }
 }
@@ -177,6 +191,8 @@ enum Caching {
     MaxAge,
     /// For good: the answer reads a tag or a snapshot, which never change.
     Immutable,
+    /// Kept, but asked again each time: a transaction's reads.
+    Revalidate,
 }
 
 /// The caching of a request path: a dataset route is cached for
@@ -191,14 +207,14 @@ fn caching(path: &str) -> Caching {
     };
     let mut segments = rest.trim_start_matches('/').split('/');
     let dataset = percent_encoding::percent_decode_str(segments.next().unwrap_or_default()).decode_utf8_lossy();
-    let immutable = dataset
+    let version = dataset
         .split_once('@')
-        .and_then(|(_, v)| crate::storage::Version::parse(v).ok())
-        .is_some_and(|v| v.is_immutable());
-    if immutable && segments.next() != Some("refs") {
-        Caching::Immutable
-    } else {
-        otherwise
+        .and_then(|(_, v)| crate::storage::Version::parse(v).ok());
+    match version {
+        Some(v) if v.is_immutable() && segments.next() != Some("refs") => Caching::Immutable,
+        // Each write changes what a transaction reads.
+        Some(crate::storage::Version::Transaction(_)) if otherwise == Caching::MaxAge => Caching::Revalidate,
+        _ => otherwise,
     }
 }
 
@@ -230,6 +246,7 @@ fn cache_control(state: &AppState, caching: Caching, shared: bool, mut response:
         let value = match (caching, shared) {
             (Caching::Immutable, true) => HeaderValue::from_static("public, max-age=31536000, immutable"),
             (Caching::Immutable, false) => HeaderValue::from_static("private, max-age=31536000, immutable"),
+            (Caching::Revalidate, _) => HeaderValue::from_static("private, no-cache"),
             (_, true) => state.cache_control.clone(),
             (_, false) => HeaderValue::from_str(&format!("private, {}", state.cache_control.to_str().unwrap_or("")))
                 .unwrap_or(HeaderValue::from_static("private")),

@@ -24,6 +24,7 @@ mod serve;
 mod stall;
 mod state;
 mod tiles;
+mod transactions;
 mod upload;
 mod view;
 mod wms;
@@ -42,7 +43,7 @@ use axum::Router;
 pub(crate) use admit::{admit, read_slot};
 pub(crate) use body::ChannelWriter;
 pub use middleware::with_middleware;
-use middleware::{compression, no_query_parameters};
+use middleware::{compression, no_query_parameters, only_a_transaction};
 pub(crate) use middleware::{strip_coding, ProtocolError, Uncompressed};
 pub use problem::ApiError;
 pub use serve::serve;
@@ -63,8 +64,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .put(write::create_node)
         .patch(write::patch_node)
         .delete(write::delete_node);
-    let documents = Router::new()
-        .route("/v1/datasets", get(nodes::list_datasets))
+    let node_routes = Router::new()
         .route("/v1/datasets/{ds}/nodes", root.clone())
         .route("/v1/datasets/{ds}/nodes/", root)
         .route(
@@ -74,13 +74,23 @@ pub fn routes() -> Router<Arc<AppState>> {
                 .patch(write::patch_node)
                 .delete(write::delete_node),
         )
+        .route_layer(axum::middleware::from_fn(only_a_transaction));
+    let documents = Router::new()
+        .route("/v1/datasets", get(nodes::list_datasets))
         .route("/v1/datasets/{ds}/refs", get(refs::refs))
         .route("/v1/datasets/{ds}/refs/{kind}", post(refs::create))
         .route(
             "/v1/datasets/{ds}/refs/{kind}/{name}",
             put(refs::reset_branch).delete(refs::delete),
         )
-        .route_layer(axum::middleware::from_fn(no_query_parameters));
+        .route("/v1/datasets/{ds}/transactions", post(transactions::begin))
+        .route(
+            "/v1/datasets/{ds}/transactions/{id}",
+            get(transactions::show).delete(transactions::abort),
+        )
+        .route("/v1/datasets/{ds}/transactions/{id}/commit", post(transactions::commit))
+        .route_layer(axum::middleware::from_fn(no_query_parameters))
+        .merge(node_routes);
     let data = Router::new()
         .route(
             "/v1/datasets/{ds}/data",

@@ -110,6 +110,7 @@ impl ApiError {
                 StatusCode::BAD_REQUEST
             }
             ApiError::Engine(E::Store(StoreError::UnknownVersion(_))) => StatusCode::NOT_FOUND,
+            ApiError::Engine(E::Store(StoreError::Gone(_))) => StatusCode::GONE,
             ApiError::Engine(E::Store(StoreError::Forbidden(_))) => StatusCode::FORBIDDEN,
             ApiError::Engine(E::Unsupported(_)) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Engine(E::Conflict(_) | E::Store(StoreError::Conflict(_))) => StatusCode::CONFLICT,

@@ -26,7 +26,7 @@ use crate::storage::{RefKind, Version};
 const REFS_METHODS: &str = "GET, HEAD";
 
 /// The repository a ref route names: 400 for a dataset without versions.
-fn repository(dataset: &Dataset) -> Result<&Dataset, ApiError> {
+pub(super) fn repository(dataset: &Dataset) -> Result<&Dataset, ApiError> {
     match dataset.store().is_versioned() {
         true => Ok(dataset),
         false => Err(ApiError::BadRequest(format!(
@@ -133,7 +133,11 @@ pub(super) struct ResetTo {
 
 /// A JSON body of type `T`: 415 for another `Content-Type`, 400 naming
 /// what is wrong.
-fn json_body<T: serde::de::DeserializeOwned>(headers: &HeaderMap, body: &[u8], expected: &str) -> Result<T, ApiError> {
+pub(super) fn json_body<T: serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+    body: &[u8],
+    expected: &str,
+) -> Result<T, ApiError> {
     require_json_body(headers, false)?;
     serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("the body must be {expected}: {e}")))
 }

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::engine::{Dataset, Resources, WriteOptions};
 use crate::identity::{Caller, Grants, Identity, Permission, RateLimits, TrustedProxies};
 use crate::metrics::Metrics;
-use crate::storage::{Store, Version};
+use crate::storage::{Store, TransactionTimes, Version};
 
 /// A dataset as the HTTP layer serves it.
 #[derive(Debug)]
@@ -62,6 +62,8 @@ pub struct AppState {
     pub(super) uploads: super::upload::Limits,
     /// How writes retry and how many objects they write at once.
     pub(super) write_options: WriteOptions,
+    /// How long Icechunk transactions live, and one request may hold one.
+    pub(super) transaction_times: TransactionTimes,
 }
 
 impl AppState {
@@ -120,6 +122,12 @@ impl AppState {
                 max_row_bytes: config.max_request_bytes,
                 expected: None,
             },
+            transaction_times: TransactionTimes {
+                ttl: Duration::from_secs_f64(config.transaction_ttl_secs),
+                // A request holds a transaction at most for its own time,
+                // and a little longer than that once it is stopped.
+                lease: Duration::from_secs_f64(config.request_timeout_secs) + Duration::from_secs(30),
+            },
         }))
     }
 
@@ -163,29 +171,43 @@ impl AppState {
     /// 405 (whatever the credentials) when it takes no writes, then 401 or
     /// 403 without its `write` grant. An Icechunk repository is written on
     /// a branch (`name@branch.NAME`; `name` alone: `main`), through a
-    /// session of its own that [`Dataset::commit`] commits; its tags and
-    /// snapshots never change (405), nor does any `@ref` of another dataset.
+    /// session of its own that [`Dataset::commit`] commits, or in
+    /// `transaction` (`?transaction=ID`, or `name@transaction.ID`), whose
+    /// session [`Dataset::save_transaction`] keeps; its tags and snapshots
+    /// never change (405), nor does any `@ref` of another dataset.
     pub(super) async fn writable(
         &self,
         addressed: &str,
         caller: &Caller,
         allow: &'static str,
+        transaction: Option<&str>,
     ) -> Result<Dataset, ApiError> {
         let (name, version) = split_version(addressed);
         let dataset = self.write_allowed(name, caller, allow)?;
         // A version of a dataset is read, never written.
         let not_allowed = |why: String| ApiError::NotAllowed(why, allow);
         if !dataset.store().is_versioned() {
-            return match version {
-                None => Ok(dataset.clone()),
-                Some(_) => Err(not_allowed(format!(
+            return match (version, transaction) {
+                (None, None) => Ok(dataset.clone()),
+                (Some(_), _) => Err(not_allowed(format!(
                     "'{addressed}' names a version; writes go to the dataset itself"
+                ))),
+                (None, Some(_)) => Err(ApiError::BadRequest(format!(
+                    "dataset '{name}' is not an Icechunk repository: it has no transactions"
                 ))),
             };
         }
         let branch = match version.map(Version::parse) {
-            None => "main".to_string(),
-            Some(Ok(Version::Branch(branch))) => branch,
+            None => None,
+            Some(Ok(Version::Branch(branch))) => Some(branch),
+            Some(Ok(Version::Transaction(id))) if transaction.is_none_or(|t| t == id) => {
+                return Ok(dataset.in_transaction(&id, self.transaction_times).await?)
+            }
+            Some(Ok(Version::Transaction(_))) => {
+                return Err(ApiError::BadRequest(format!(
+                    "'{addressed}' and ?transaction= name two transactions"
+                )))
+            }
             Some(Ok(_)) => {
                 return Err(not_allowed(format!(
                     "'{addressed}' is a tag or a snapshot, which never changes; writes go to a branch ('{name}@branch.NAME', or '{name}' for main)"
@@ -193,7 +215,21 @@ impl AppState {
             }
             Some(Err(why)) => return Err(ApiError::BadRequest(why)),
         };
-        Ok(dataset.on_branch(&branch).await?)
+        let Some(id) = transaction else {
+            return Ok(dataset.on_branch(branch.as_deref().unwrap_or("main")).await?);
+        };
+        let written = dataset.in_transaction(id, self.transaction_times).await?;
+        match (&branch, written.branch()) {
+            (Some(named), Some(its)) if named != its => Err(ApiError::BadRequest(format!(
+                "transaction '{id}' is on branch '{its}', not '{named}'; nothing was written"
+            ))),
+            _ => Ok(written),
+        }
+    }
+
+    /// How often a commit is rebased onto a branch that moved before 409.
+    pub(super) fn commit_attempts(&self) -> u16 {
+        u16::try_from(self.write_options.retries).unwrap_or(u16::MAX)
     }
 
     /// The configured dataset `name` (without `@ref`), when `caller` may

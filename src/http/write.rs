@@ -20,12 +20,37 @@ use super::upload::{self, Kind, Region};
 use super::AppState;
 use crate::engine::{Commit, Dataset, Error, RegionWrite};
 use crate::identity::Caller;
+use crate::storage::TransactionInfo;
 
 /// What a data route allows on a dataset that takes no writes.
 const READ_METHODS: &str = "GET, HEAD, POST";
 
 /// The query parameters a region write takes.
-const WRITE_PARAMETERS: [&str; 3] = ["select", "sel", "sel_method"];
+const WRITE_PARAMETERS: [&str; 4] = ["select", "sel", "sel_method", "transaction"];
+
+/// The transaction a write's query names (`transaction=ID`), if any.
+pub(super) fn transaction_of(query: Option<&str>) -> Result<Option<String>, ApiError> {
+    let mut found = None;
+    for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if key == "transaction" {
+            if found.is_some() {
+                return Err(ApiError::BadRequest(
+                    "query parameter 'transaction' given more than once".into(),
+                ));
+            }
+            found = Some(value.into_owned());
+        }
+    }
+    Ok(found)
+}
+
+/// `query` without its `transaction` parameter.
+fn without_transaction(query: Option<&str>) -> String {
+    let kept = url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).filter(|(k, _)| k != "transaction");
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(kept)
+        .finish()
+}
 
 /// Whether a data route's query asks for an append (`append=DIM`).
 pub(super) fn appends(query: Option<&str>) -> bool {
@@ -43,7 +68,8 @@ pub(super) async fn append(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(ds, caller, READ_METHODS).await?;
+    let transaction = transaction_of(query)?;
+    let dataset = state.writable(ds, caller, READ_METHODS, transaction.as_deref()).await?;
     let mut dim = None;
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
@@ -53,7 +79,8 @@ pub(super) async fn append(
                     "query parameter 'append' given more than once".into(),
                 ))
             }
-            other => return Err(unknown_parameter(other, &["append"])),
+            "transaction" => {}
+            other => return Err(unknown_parameter(other, &["append", "transaction"])),
         }
     }
     let kind = Kind::of(headers)?;
@@ -98,7 +125,7 @@ pub(super) async fn append(
         objects_written = outcome.objects_written + 1,
         "append"
     );
-    let committed = commit(state, &dataset, caller, headers, || {
+    let kept = keep(state, &dataset, caller, headers, || {
         format!("append {count} along dimension {dim} of '{path}'")
     })
     .await?;
@@ -111,7 +138,7 @@ pub(super) async fn append(
         "chunks_deleted": outcome.chunks_deleted,
         "objects_written": outcome.objects_written + 1,
     });
-    add_commit(&mut answer, committed.as_ref());
+    add_kept(&mut answer, kept.as_ref());
     Ok(no_store((StatusCode::OK, axum::Json(answer)).into_response()))
 }
 
@@ -138,16 +165,45 @@ fn dimension(given: &str, shape: &[u64], names: Option<&[Option<String>]>) -> Re
         })
 }
 
-/// Commit a write on an Icechunk branch (one commit per request), with
-/// the message `X-Commit-Message` gives (else `default`'s) and the caller
-/// as author; `None` for a dataset that is not on a branch.
-async fn commit(
+/// What a write to an Icechunk repository left: a commit on its branch,
+/// or the write kept in a transaction.
+pub(super) enum Kept {
+    Committed(Commit),
+    Saved(TransactionInfo),
+}
+
+impl Kept {
+    /// The version that holds the write (a snapshot or `transaction.ID`).
+    fn version(&self) -> String {
+        match self {
+            Kept::Committed(c) => c.snapshot.clone(),
+            Kept::Saved(t) => format!("transaction.{}", t.id),
+        }
+    }
+}
+
+/// Keep a write to an Icechunk repository: in its transaction, or as one
+/// commit on its branch with the message `X-Commit-Message` gives (else
+/// `default`'s) and the caller as author; `None` for a dataset that is not
+/// a repository's.
+async fn keep(
     state: &AppState,
     dataset: &Dataset,
     caller: &Caller,
     headers: &HeaderMap,
     default: impl FnOnce() -> String,
-) -> Result<Option<Commit>, ApiError> {
+) -> Result<Option<Kept>, ApiError> {
+    if let Some(id) = dataset.transaction() {
+        let saved = match dataset.save_transaction(state.transaction_times).await {
+            Ok(saved) => saved,
+            Err(e) => {
+                tracing::warn!(principal = %caller, dataset = %dataset.name, transaction = id, error = %e, "a transaction's write was not kept");
+                return Err(e.into());
+            }
+        };
+        tracing::info!(principal = %caller, dataset = %dataset.name, transaction = id, writes = saved.writes, "kept in the transaction");
+        return Ok(Some(Kept::Saved(saved)));
+    }
     if dataset.branch().is_none() {
         return Ok(None);
     }
@@ -156,9 +212,8 @@ async fn commit(
         Some(value) => String::from_utf8(value.as_bytes().to_vec())
             .map_err(|_| ApiError::BadRequest("X-Commit-Message is not UTF-8 text; nothing was committed".into()))?,
     };
-    let attempts = u16::try_from(state.write_options.retries).unwrap_or(u16::MAX);
     let author = caller.to_string();
-    let committed = match dataset.commit(&message, &author, attempts).await {
+    let committed = match dataset.commit(&message, &author, state.commit_attempts()).await {
         Ok(committed) => committed,
         Err(e) => {
             tracing::warn!(principal = %caller, dataset = %dataset.name, error = %e, "commit failed");
@@ -173,15 +228,31 @@ async fn commit(
         message,
         "commit"
     );
-    Ok(Some(committed))
+    Ok(Some(Kept::Committed(committed)))
 }
 
-/// Add a commit's `snapshot` and `branch` to a JSON answer.
-fn add_commit(answer: &mut serde_json::Value, committed: Option<&Commit>) {
-    if let (Some(c), Some(fields)) = (committed, answer.as_object_mut()) {
-        fields.insert("snapshot".into(), c.snapshot.clone().into());
-        fields.insert("branch".into(), c.branch.clone().into());
+/// Add what keeps a write to a JSON answer: a commit's `snapshot` and
+/// `branch`; a transaction's `transaction`, `branch` and `expires_at`.
+pub(super) fn add_kept(answer: &mut serde_json::Value, kept: Option<&Kept>) {
+    let (Some(kept), Some(fields)) = (kept, answer.as_object_mut()) else {
+        return;
+    };
+    match kept {
+        Kept::Committed(c) => {
+            fields.insert("snapshot".into(), c.snapshot.clone().into());
+            fields.insert("branch".into(), c.branch.clone().into());
+        }
+        Kept::Saved(t) => {
+            fields.insert("transaction".into(), t.id.clone().into());
+            fields.insert("branch".into(), t.branch.clone().into());
+            fields.insert("expires_at".into(), rfc3339(t.expires_at).into());
+        }
     }
+}
+
+/// A time as answers write it (RFC 3339, seconds, UTC).
+pub(super) fn rfc3339(at: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 pub(super) fn no_store(mut response: Response) -> Response {
@@ -257,20 +328,20 @@ async fn node_matches(dataset: &Dataset, path: &str, headers: &HeaderMap) -> Res
 }
 
 /// The node document as `GET .../nodes/{path}` sends it, with its ETag;
-/// after a commit, with its `snapshot` and `branch` too (the ETag stays
-/// the document's).
+/// after a commit or in a transaction, with what [`add_kept`] adds (the
+/// ETag stays the document's).
 async fn node_answer(
     dataset: &Dataset,
     path: &str,
     status: StatusCode,
-    committed: Option<&Commit>,
+    kept: Option<&Kept>,
 ) -> Result<Response, ApiError> {
     let mut body = super::nodes::document_bytes(dataset, path).await?;
     let etag = super::conditional::strong_etag(&[&body]);
-    if committed.is_some() {
+    if kept.is_some() {
         let mut document: serde_json::Value =
             serde_json::from_slice(&body).map_err(|e| ApiError::Engine(Error::Internal(e.to_string())))?;
-        add_commit(&mut document, committed);
+        add_kept(&mut document, kept);
         body = serde_json::to_vec(&document)
             .map_err(|e| ApiError::Engine(Error::Internal(e.to_string())))?
             .into();
@@ -296,19 +367,23 @@ pub(super) async fn create_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(NodeAt { ds, path }): Path<NodeAt>,
+    query: RawQuery,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(&ds, &caller, NODE_METHODS).await?;
+    let transaction = transaction_of(query.0.as_deref())?;
+    let dataset = state
+        .writable(&ds, &caller, NODE_METHODS, transaction.as_deref())
+        .await?;
     require_json_body(&headers, false)?;
     let node = dataset.create_node(&path, &body).await?;
     state.metrics.write_done(&ds, body.len() as u64, 1, 0);
     tracing::info!(principal = %caller, dataset = ds, path = node.path, "node created");
-    let committed = commit(&state, &dataset, &caller, &headers, || {
+    let kept = keep(&state, &dataset, &caller, &headers, || {
         format!("create node '{}'", node.path)
     })
     .await?;
-    node_answer(&dataset, &path, StatusCode::CREATED, committed.as_ref()).await
+    node_answer(&dataset, &path, StatusCode::CREATED, kept.as_ref()).await
 }
 
 /// `PATCH /v1/datasets/{ds}/nodes/{path}` (or `/nodes`): a merge patch of
@@ -317,10 +392,14 @@ pub(super) async fn patch_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(NodeAt { ds, path }): Path<NodeAt>,
+    query: RawQuery,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(&ds, &caller, NODE_METHODS).await?;
+    let transaction = transaction_of(query.0.as_deref())?;
+    let dataset = state
+        .writable(&ds, &caller, NODE_METHODS, transaction.as_deref())
+        .await?;
     require_json_body(&headers, true)?;
     let patch: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))?;
@@ -328,8 +407,8 @@ pub(super) async fn patch_node(
     dataset.patch_node(&path, &patch, &state.write_options).await?;
     state.metrics.write_done(&ds, body.len() as u64, 1, 0);
     tracing::info!(principal = %caller, dataset = ds, path, patch = %patch, "node patched");
-    let committed = commit(&state, &dataset, &caller, &headers, || format!("patch node '{path}'")).await?;
-    node_answer(&dataset, &path, StatusCode::OK, committed.as_ref()).await
+    let kept = keep(&state, &dataset, &caller, &headers, || format!("patch node '{path}'")).await?;
+    node_answer(&dataset, &path, StatusCode::OK, kept.as_ref()).await
 }
 
 /// `DELETE /v1/datasets/{ds}/nodes/{path}`: the node and everything under
@@ -338,18 +417,22 @@ pub(super) async fn delete_node(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(NodeAt { ds, path }): Path<NodeAt>,
+    query: RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(&ds, &caller, NODE_METHODS).await?;
+    let transaction = transaction_of(query.0.as_deref())?;
+    let dataset = state
+        .writable(&ds, &caller, NODE_METHODS, transaction.as_deref())
+        .await?;
     node_matches(&dataset, &path, &headers).await?;
     let removed = dataset.delete_node(&path).await?;
     state.metrics.write_done(&ds, 0, 0, removed);
     tracing::info!(principal = %caller, dataset = ds, path, objects_deleted = removed, "node deleted");
-    match commit(&state, &dataset, &caller, &headers, || format!("delete node '{path}'")).await? {
+    match keep(&state, &dataset, &caller, &headers, || format!("delete node '{path}'")).await? {
         None => Ok(no_store(StatusCode::NO_CONTENT.into_response())),
-        Some(committed) => {
+        Some(kept) => {
             let mut answer = json!({});
-            add_commit(&mut answer, Some(&committed));
+            add_kept(&mut answer, Some(&kept));
             Ok(no_store((StatusCode::OK, axum::Json(answer)).into_response()))
         }
     }
@@ -388,13 +471,14 @@ async fn write_region(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let dataset = state.writable(ds, caller, READ_METHODS).await?;
+    let transaction = transaction_of(query)?;
+    let dataset = state.writable(ds, caller, READ_METHODS, transaction.as_deref()).await?;
     for (key, _) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if !WRITE_PARAMETERS.contains(&key.as_ref()) {
             return Err(unknown_parameter(&key, &WRITE_PARAMETERS));
         }
     }
-    let query = Query::from_query_string(query)?;
+    let query = Query::from_query_string(Some(&without_transaction(query)))?;
     let kind = Kind::of(headers)?;
     let plan = dataset.plan_query(path, &query.read).await?;
     let write = RegionWrite::of(&plan)?;
@@ -442,17 +526,17 @@ async fn write_region(
         "write"
     );
     let selection = plan.selection_key();
-    let committed = commit(state, &dataset, caller, headers, || {
+    let kept = keep(state, &dataset, caller, headers, || {
         format!("write '{path}' at {selection}")
     })
     .await?;
-    let etag = match &committed {
+    let etag = match &kept {
         None => region_etag(state, &dataset, &plan).await?.map(|(etag, _)| etag),
-        // The region as the new snapshot holds it.
-        Some(c) => {
+        // The region as the new snapshot (or the transaction) holds it.
+        Some(kept) => {
             let view = state
                 .write_allowed(ds, caller, READ_METHODS)?
-                .at(Some(&c.snapshot))
+                .at(Some(&kept.version()))
                 .await?;
             let plan = view.plan_query(path, &query.read).await?;
             region_etag(state, &view, &plan).await?.map(|(etag, _)| etag)
@@ -464,7 +548,7 @@ async fn write_region(
         "chunks_deleted": outcome.chunks_deleted,
         "objects_written": outcome.objects_written,
     });
-    add_commit(&mut answer, committed.as_ref());
+    add_kept(&mut answer, kept.as_ref());
     // The ETag is the region's binary one: no coding may be added to it.
     let mut response = no_store((StatusCode::OK, axum::Json(answer)).into_response());
     if let Some(value) = etag.and_then(|e| HeaderValue::from_str(&e).ok()) {

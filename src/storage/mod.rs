@@ -40,7 +40,7 @@ use bytes::Bytes;
 
 pub use bounds::StoreStats;
 pub use containers::VirtualContainer;
-pub use icechunk::{Commit, RefKind, Refs, Version};
+pub use icechunk::{Commit, RefKind, Refs, TransactionInfo, TransactionTimes, Version};
 pub use key::{join, validate_key};
 pub use open::StoreOptions;
 pub use payload::Payload;
@@ -82,6 +82,10 @@ pub enum StoreError {
     /// A commit conflicts with what others committed; nothing was committed.
     #[error("{0}")]
     Conflict(String),
+    /// What is named existed and is no more (an expired, committed or
+    /// aborted transaction).
+    #[error("{0}")]
+    Gone(String),
 }
 
 /// What a write expects of the object it replaces or removes; when the
@@ -283,8 +287,13 @@ impl Store {
     /// `version` names now.
     pub async fn at(&self, version: &Version) -> Result<Store, StoreError> {
         let repository = self.repository()?.clone();
-        let id = self.bounds.run(repository.resolve(version)).await?;
-        let snapshot = self.bounds.run(repository.snapshot(&id)).await?;
+        let snapshot = match version {
+            Version::Transaction(id) => self.bounds.run(repository.transaction_view(id)).await?,
+            _ => {
+                let id = self.bounds.run(repository.resolve(version)).await?;
+                self.bounds.run(repository.snapshot(&id)).await?
+            }
+        };
         Ok(Self {
             versions: Some(Versions {
                 repository,
@@ -308,6 +317,71 @@ impl Store {
         })
     }
 
+    /// A new transaction on `branch` at its tip now (api.md 4.3).
+    pub async fn begin_transaction(
+        &self,
+        branch: &str,
+        times: TransactionTimes,
+    ) -> Result<TransactionInfo, StoreError> {
+        let repository = self.repository()?;
+        self.bounds.run(repository.begin(branch, times)).await
+    }
+
+    /// Transaction `id`, to write like a store made by [`Store::on_branch`]:
+    /// this request holds it (others wait) until [`Store::save_transaction`]
+    /// keeps what it wrote, or the store is dropped and nothing is kept.
+    pub async fn in_transaction(&self, id: &str, times: TransactionTimes) -> Result<Store, StoreError> {
+        let repository = self.repository()?.clone();
+        let session = self.bounds.run(repository.in_transaction(id, times)).await?;
+        Ok(Self {
+            versions: Some(Versions {
+                repository,
+                snapshot: Some(session.clone()),
+            }),
+            ..self.reading(session)
+        })
+    }
+
+    /// The transaction a store made by [`Store::in_transaction`] writes in.
+    pub fn transaction(&self) -> Option<&str> {
+        self.versions.as_ref()?.snapshot.as_ref()?.transaction()
+    }
+
+    /// Keep what was written to a store made by [`Store::in_transaction`];
+    /// the transaction then expires `times.ttl` from now.
+    pub async fn save_transaction(&self, times: TransactionTimes) -> Result<TransactionInfo, StoreError> {
+        let (repository, changes) = self.changes()?;
+        repository.save(changes, times).await
+    }
+
+    /// Commit transaction `id` to its branch (rebased as [`Store::commit`]
+    /// is): the new snapshot's id and the branch.
+    pub async fn commit_transaction(
+        &self,
+        id: &str,
+        message: &str,
+        properties: std::collections::BTreeMap<String, serde_json::Value>,
+        attempts: u16,
+        times: TransactionTimes,
+    ) -> Result<(String, String), StoreError> {
+        let repository = self.repository()?;
+        repository
+            .commit_transaction(id, message, properties, attempts, times)
+            .await
+    }
+
+    /// Transaction `id` now (its expiry, its writes).
+    pub async fn transaction_info(&self, id: &str) -> Result<TransactionInfo, StoreError> {
+        let repository = self.repository()?;
+        self.bounds.run(repository.transaction_info(id)).await
+    }
+
+    /// Abort transaction `id`.
+    pub async fn abort_transaction(&self, id: &str, times: TransactionTimes) -> Result<(), StoreError> {
+        let repository = self.repository()?;
+        self.bounds.run(repository.abort_transaction(id, times)).await
+    }
+
     /// The branch a store made by [`Store::on_branch`] writes to.
     pub fn branch(&self) -> Option<&str> {
         self.versions.as_ref()?.snapshot.as_ref()?.branch()
@@ -322,6 +396,12 @@ impl Store {
         properties: std::collections::BTreeMap<String, serde_json::Value>,
         attempts: u16,
     ) -> Result<String, StoreError> {
+        let (repository, changes) = self.changes()?;
+        repository.commit(changes, message, properties, attempts).await
+    }
+
+    /// The repository and the session of a store on a branch.
+    fn changes(&self) -> Result<(&IcechunkRepository, &IcechunkSnapshot), StoreError> {
         let versions = self
             .versions
             .as_ref()
@@ -330,7 +410,7 @@ impl Store {
             .snapshot
             .as_ref()
             .ok_or_else(|| StoreError::Unavailable("commits are made on a branch's session".into()))?;
-        versions.repository.commit(changes, message, properties, attempts).await
+        Ok((&versions.repository, changes))
     }
 
     /// The snapshots `version` descends from, newest first, at most `limit`.

@@ -28,13 +28,18 @@ from test_versions import BIN, Place, free_port
 SHAPE, CHUNKS = (8, 12), (2, 3)
 
 
-def start(tmp, datasets):
+def start(tmp, datasets, settings="", options=None):
+    """A server writing `datasets` (name: URL), with more top-level
+    `settings` and the store `options` of every dataset."""
     port = free_port()
     path = os.path.join(tmp, f"config-{port}.toml")
     with open(path, "w") as out:
-        out.write(f'listen = "127.0.0.1:{port}"\nmetadata_ttl_secs = 0\n')
+        out.write(f'listen = "127.0.0.1:{port}"\nmetadata_ttl_secs = 0\n{settings}\n')
         for name, url in datasets.items():
             out.write(f'\n[datasets.{name}]\nurl = {json.dumps(url)}\nwritable = true\nwrite = ["*"]\n')
+            if options:
+                out.write(f"[datasets.{name}.options]\n")
+                out.write("".join(f"{k} = {json.dumps(v)}\n" for k, v in options.items()))
     log = open(os.path.join(tmp, f"server-{port}.log"), "w")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZARR_SERVE_")}
     server = subprocess.Popen([BIN, "--config", path], stdout=log, stderr=subprocess.STDOUT, env=env)

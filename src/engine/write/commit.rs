@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::engine::error::{Error, Result};
 use crate::engine::read::hierarchy::Dataset;
-use crate::storage::StoreError;
+use crate::storage::{StoreError, TransactionInfo, TransactionTimes};
 
 /// Tells the sessions of this process apart in cache keys.
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(0);
@@ -26,18 +26,91 @@ impl Dataset {
     /// This repository's `branch` at its tip now, to write: its reads see
     /// its own writes, nobody else sees them until [`Dataset::commit`].
     pub async fn on_branch(&self, branch: &str) -> Result<Dataset> {
-        let store = self.store.on_branch(branch).await.map_err(|e| match e {
-            StoreError::UnknownVersion(m) => Error::NotFound(format!("dataset '{}': {m}", self.name)),
-            e => Error::Store(e),
-        })?;
-        // Cached nodes and chunks of a session are its own.
+        let store = self.store.on_branch(branch).await.map_err(|e| self.not_found(e))?;
+        Ok(self.session(format!("branch.{branch}"), store))
+    }
+
+    /// Transaction `id` of this repository, to write: its reads see the
+    /// transaction's writes and its own, nobody else sees them until
+    /// [`Dataset::commit_transaction`]; [`Dataset::save_transaction`] keeps
+    /// them (until then this request holds the transaction).
+    pub async fn in_transaction(&self, id: &str, times: TransactionTimes) -> Result<Dataset> {
+        let store = self
+            .store
+            .in_transaction(id, times)
+            .await
+            .map_err(|e| self.not_found(e))?;
+        Ok(self.session(format!("transaction.{id}"), store))
+    }
+
+    /// A dataset writing through `store`, a session of its own: cached
+    /// nodes and chunks of a session are its own.
+    fn session(&self, version: String, store: crate::storage::Store) -> Dataset {
         let n = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-        Ok(Dataset {
-            name: format!("{}@branch.{branch}", self.name).into(),
+        Dataset {
+            name: format!("{}@{version}", self.name).into(),
             scope: format!("{}@session.{}.{n}", self.name, std::process::id()).into(),
             store,
             ..self.clone()
-        })
+        }
+    }
+
+    /// An unknown ref or transaction of this dataset is a 404 naming it.
+    fn not_found(&self, e: StoreError) -> Error {
+        match e {
+            StoreError::UnknownVersion(m) => Error::NotFound(format!("dataset '{}': {m}", self.name)),
+            e => Error::Store(e),
+        }
+    }
+
+    /// The transaction a dataset made by [`Dataset::in_transaction`] writes in.
+    pub fn transaction(&self) -> Option<&str> {
+        self.store.transaction()
+    }
+
+    /// Keep what was written to a dataset made by [`Dataset::in_transaction`].
+    pub async fn save_transaction(&self, times: TransactionTimes) -> Result<TransactionInfo> {
+        Ok(self.store.save_transaction(times).await?)
+    }
+
+    /// A new transaction of this repository on `branch` at its tip now.
+    pub async fn begin_transaction(&self, branch: &str, times: TransactionTimes) -> Result<TransactionInfo> {
+        self.store
+            .begin_transaction(branch, times)
+            .await
+            .map_err(|e| self.not_found(e))
+    }
+
+    /// Commit transaction `id` with `message` and `author`, rebased as
+    /// [`Dataset::commit`] is; a conflict leaves the transaction open.
+    pub async fn commit_transaction(
+        &self,
+        id: &str,
+        message: &str,
+        author: &str,
+        attempts: u16,
+        times: TransactionTimes,
+    ) -> Result<Commit> {
+        let properties = BTreeMap::from([("author".to_string(), serde_json::Value::from(author))]);
+        let (snapshot, branch) = self
+            .store
+            .commit_transaction(id, message, properties, attempts, times)
+            .await
+            .map_err(|e| self.not_found(e))?;
+        Ok(Commit { snapshot, branch })
+    }
+
+    /// Transaction `id` of this repository now.
+    pub async fn transaction_info(&self, id: &str) -> Result<TransactionInfo> {
+        self.store.transaction_info(id).await.map_err(|e| self.not_found(e))
+    }
+
+    /// Abort transaction `id`: nothing of it is ever committed.
+    pub async fn abort_transaction(&self, id: &str, times: TransactionTimes) -> Result<()> {
+        self.store
+            .abort_transaction(id, times)
+            .await
+            .map_err(|e| self.not_found(e))
     }
 
     /// The branch a dataset made by [`Dataset::on_branch`] writes to.

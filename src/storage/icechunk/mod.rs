@@ -13,6 +13,7 @@
 
 mod snapshot;
 mod storage;
+mod transaction;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -30,6 +31,7 @@ use url::Url;
 pub(crate) use self::snapshot::IcechunkSnapshot;
 pub(crate) use self::storage::check_options;
 use self::storage::storage_for;
+pub use self::transaction::{TransactionInfo, TransactionTimes};
 use super::containers::Containers;
 use super::source::{KeySource, Listing};
 use super::{ByteRange, ObjectInfo, ReadResult, Store, StoreError, StoreOptions};
@@ -43,6 +45,8 @@ pub enum Version {
     Tag(String),
     /// A snapshot id (20 Crockford base-32 characters).
     Snapshot(String),
+    /// `transaction.ID`: what a transaction's writes made, uncommitted.
+    Transaction(String),
 }
 
 impl Version {
@@ -63,6 +67,9 @@ impl Version {
         if let Some(name) = text.strip_prefix("tag.") {
             return named("tag", name).map(Version::Tag);
         }
+        if let Some(id) = text.strip_prefix("transaction.") {
+            return named("transaction", id).map(Version::Transaction);
+        }
         match SnapshotId::try_from(text) {
             Ok(_) if text.len() == 20 => Ok(Version::Snapshot(text.to_string())),
             _ => Err(format!(
@@ -73,7 +80,7 @@ impl Version {
 
     /// Whether what this names never changes (a tag or a snapshot).
     pub fn is_immutable(&self) -> bool {
-        !matches!(self, Version::Branch(_))
+        matches!(self, Version::Tag(_) | Version::Snapshot(_))
     }
 
     fn info(&self) -> Result<VersionInfo, StoreError> {
@@ -83,6 +90,11 @@ impl Version {
             Version::Snapshot(s) => VersionInfo::SnapshotId(
                 SnapshotId::try_from(s.as_str()).map_err(|e| StoreError::BadVersion(e.to_string()))?,
             ),
+            Version::Transaction(_) => {
+                return Err(StoreError::BadVersion(
+                    "a transaction has no snapshot until it is committed".into(),
+                ))
+            }
         })
     }
 }
@@ -93,6 +105,7 @@ impl std::fmt::Display for Version {
             Version::Branch(b) => write!(f, "branch.{b}"),
             Version::Tag(t) => write!(f, "tag.{t}"),
             Version::Snapshot(s) => f.write_str(s),
+            Version::Transaction(id) => write!(f, "transaction.{id}"),
         }
     }
 }
@@ -208,6 +221,17 @@ fn ref_failed(kind: RefKind, name: &str, error: icechunk::repository::Repository
     }
 }
 
+/// Why no writable session of `branch` opened.
+fn branch_failed(branch: &str, e: icechunk::repository::RepositoryError) -> StoreError {
+    if is_malformed(&e) {
+        StoreError::BadVersion(format!("malformed branch name '{branch}': {e}"))
+    } else if is_unknown(&e) {
+        StoreError::UnknownVersion(format!("no branch '{branch}' in this repository"))
+    } else {
+        unavailable(e)
+    }
+}
+
 /// Whether a repository error means "not a valid ref name".
 fn is_malformed(error: &icechunk::repository::RepositoryError) -> bool {
     use icechunk::refs::RefErrorKind;
@@ -310,6 +334,7 @@ impl IcechunkRepository {
                 let id = SnapshotId::try_from(s.as_str()).map_err(|e| StoreError::BadVersion(e.to_string()))?;
                 repository.lookup_snapshot(&id).await.map(|info| info.id)
             }
+            Version::Transaction(_) => return Err(version.info().unwrap_err()),
         };
         let id = match resolved {
             Ok(id) => id.to_string(),
@@ -345,17 +370,7 @@ impl IcechunkRepository {
                 .await
                 .map(|info| SystemTime::from(info.flushed_at))
                 .unwrap_or(SystemTime::UNIX_EPOCH);
-            let session = Arc::new(RwLock::new(session));
-            let store = icechunk::Store::from_session(session.clone()).await;
-            Ok(Arc::new(IcechunkSnapshot {
-                id: id.to_string(),
-                branch: None,
-                store,
-                session,
-                written,
-                containers: self.containers.clone(),
-                objects: self.objects.clone(),
-            }))
+            Ok(Arc::new(self.wrap(id.to_string(), None, session, written).await))
         };
         self.snapshots
             .try_get_with(id.to_string(), open)
@@ -367,27 +382,36 @@ impl IcechunkRepository {
     /// one transaction) reads and changes before it commits.
     pub(crate) async fn writable(&self, branch: &str) -> Result<Arc<IcechunkSnapshot>, StoreError> {
         let repository = self.repository().await?;
-        let session = repository.writable_session(branch).await.map_err(|e| {
-            if is_malformed(&e) {
-                StoreError::BadVersion(format!("malformed branch name '{branch}': {e}"))
-            } else if is_unknown(&e) {
-                StoreError::UnknownVersion(format!("no branch '{branch}' in this repository"))
-            } else {
-                unavailable(e)
-            }
-        })?;
+        let session = repository
+            .writable_session(branch)
+            .await
+            .map_err(|e| branch_failed(branch, e))?;
         let id = session.snapshot_id().to_string();
+        let branch = Some(branch.to_string());
+        Ok(Arc::new(self.wrap(id, branch, session, SystemTime::now()).await))
+    }
+
+    /// `session` as a store of keys, named `id` (the ETag of its objects);
+    /// writable when it has a `branch`.
+    async fn wrap(
+        &self,
+        id: String,
+        branch: Option<String>,
+        session: icechunk::session::Session,
+        written: SystemTime,
+    ) -> IcechunkSnapshot {
         let session = Arc::new(RwLock::new(session));
         let store = icechunk::Store::from_session(session.clone()).await;
-        Ok(Arc::new(IcechunkSnapshot {
+        IcechunkSnapshot {
             id,
-            branch: Some(branch.to_string()),
+            branch,
             store,
             session,
-            written: SystemTime::now(),
+            written,
             containers: self.containers.clone(),
             objects: self.objects.clone(),
-        }))
+            held: None,
+        }
     }
 
     /// Commit what the writable session `changes` holds to its branch with
@@ -563,17 +587,25 @@ mod tests {
 
     #[test]
     fn versions_parse_and_name_themselves() {
-        for text in ["branch.main", "tag.v1.0", "branch.dev-2", "1CECHNKREP0F1RSTCMT0"] {
+        for text in [
+            "branch.main",
+            "tag.v1.0",
+            "branch.dev-2",
+            "1CECHNKREP0F1RSTCMT0",
+            "transaction.0123456789abcdef0123456789abcdef",
+        ] {
             assert_eq!(Version::parse(text).unwrap().to_string(), text);
         }
         assert!(Version::parse("tag.v1").unwrap().is_immutable());
         assert!(!Version::parse("branch.main").unwrap().is_immutable());
+        assert!(!Version::parse("transaction.x").unwrap().is_immutable());
         for bad in [
             "",
             "main",
             "branch.",
             "tag.",
             "tag.a/b",
+            "transaction.",
             "ABC",
             "1CECHNKREP0F1RSTCMT0X",
             "1CECHNKREP0F1RSTCMTU",

@@ -38,6 +38,8 @@ pub(crate) struct IcechunkSnapshot {
     /// path and range the crate's manifest gives, through the store layer's
     /// own reads (the crate streams a local file in 8 KiB pieces).
     pub(super) objects: Store,
+    /// A transaction's lease, while a request writes in it.
+    pub(super) held: Option<super::transaction::Held>,
 }
 
 impl std::fmt::Debug for IcechunkSnapshot {
@@ -115,6 +117,11 @@ impl IcechunkSnapshot {
     /// The branch a writable session commits to.
     pub(crate) fn branch(&self) -> Option<&str> {
         self.branch.as_deref()
+    }
+
+    /// The transaction a request writes in, when it does.
+    pub(crate) fn transaction(&self) -> Option<&str> {
+        self.held.as_ref().map(super::transaction::Held::id)
     }
 
     /// This snapshot's id (the ETag of each of its objects).

@@ -122,11 +122,17 @@ impl AppState {
                 max_row_bytes: config.max_request_bytes,
                 expected: None,
             },
-            transaction_times: TransactionTimes {
-                ttl: Duration::from_secs_f64(config.transaction_ttl_secs),
-                // A request holds a transaction at most for its own time,
-                // and a little longer than that once it is stopped.
-                lease: Duration::from_secs_f64(config.request_timeout_secs) + Duration::from_secs(30),
+            transaction_times: {
+                let request = Duration::from_secs_f64(config.request_timeout_secs);
+                TransactionTimes {
+                    ttl: Duration::from_secs_f64(config.transaction_ttl_secs),
+                    // A request holds a transaction at most for its own
+                    // time (a stopped one lets go at once; a process that
+                    // died, when this runs out) ...
+                    lease: request + request.min(Duration::from_secs(30)),
+                    // ... and waits for another's hold at most half of it.
+                    wait: request / 2,
+                }
             },
         }))
     }

@@ -332,7 +332,9 @@ impl Store {
     /// keeps what it wrote, or the store is dropped and nothing is kept.
     pub async fn in_transaction(&self, id: &str, times: TransactionTimes) -> Result<Store, StoreError> {
         let repository = self.repository()?.clone();
-        let session = self.bounds.run(repository.in_transaction(id, times)).await?;
+        // Not under the store's timeout: waiting for another request's
+        // hold is bounded by `times.wait`, each request by the timeout.
+        let session = repository.in_transaction(id, times).await?;
         Ok(Self {
             versions: Some(Versions {
                 repository,
@@ -379,7 +381,7 @@ impl Store {
     /// Abort transaction `id`.
     pub async fn abort_transaction(&self, id: &str, times: TransactionTimes) -> Result<(), StoreError> {
         let repository = self.repository()?;
-        self.bounds.run(repository.abort_transaction(id, times)).await
+        repository.abort_transaction(id, times).await
     }
 
     /// The branch a store made by [`Store::on_branch`] writes to.

@@ -50,6 +50,8 @@ pub struct TransactionTimes {
     pub ttl: Duration,
     /// Longest hold of one request (after which another may take over).
     pub lease: Duration,
+    /// Longest wait of a request for another's hold to end (then 409).
+    pub wait: Duration,
 }
 
 /// A transaction as its answers describe it.
@@ -279,12 +281,19 @@ impl Held {
     }
 }
 
+/// What a lease leaves when its request ends without finishing: nothing,
+/// but a commit's stays (expired): the commit may have landed, and the
+/// next request looks for it on the branch.
+fn released(lease: Option<Lease>) -> Option<Lease> {
+    lease.filter(|l| l.commit).map(|l| Lease { until_ms: 0, ..l })
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         let Some((mut record, etag)) = self.taken.get_mut().expect("not poisoned").take() else {
             return;
         };
-        record.lease = None;
+        record.lease = released(record.lease.take());
         let (objects, key) = (self.objects.clone(), std::mem::take(&mut self.key));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
@@ -328,11 +337,14 @@ impl IcechunkRepository {
         let token = hex::encode(rand::random::<[u8; 8]>());
         let started = Instant::now();
         loop {
-            let (mut record, etag) = load(&self.objects, &key, id).await?;
+            let (mut record, etag) = self.settled(&key, id).await?;
             let now = now_ms();
-            record.usable(now)?;
+            if let Err(gone) = record.usable(now) {
+                self.forget_session(&key, &record, etag).await;
+                return Err(gone);
+            }
             if let Some(lease) = record.leased_at(now) {
-                if started.elapsed() > times.lease {
+                if started.elapsed() > times.wait {
                     return Err(StoreError::Conflict(format!(
                         "transaction '{id}' is held by another request until {}; nothing was changed",
                         humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(lease.until_ms))
@@ -341,7 +353,6 @@ impl IcechunkRepository {
                 tokio::time::sleep(Duration::from_millis(rand::random_range(20..120))).await;
                 continue;
             }
-            let stale_commit = record.lease.as_ref().is_some_and(|l| l.commit);
             record.lease = Some(Lease {
                 token: token.clone(),
                 until_ms: now.saturating_add(millis(times.lease)),
@@ -352,21 +363,51 @@ impl IcechunkRepository {
                 Err(StoreError::Changed(_)) => continue,
                 Err(e) => return Err(e),
             };
-            let held = Held {
+            return Ok(Held {
                 objects: self.objects.clone(),
                 key: key.clone(),
-                taken: std::sync::Mutex::new(Some((record.clone(), etag))),
-            };
-            // A commit whose process died may have landed: then the
-            // transaction is committed, whatever this request wanted.
-            if stale_commit {
-                if let Some(snapshot) = self.find_commit(&record).await? {
-                    self.finish(&held, State::Committed { snapshot }).await?;
-                    return Err(load(&self.objects, &key, id).await?.0.usable(now).unwrap_err());
-                }
-            }
-            return Ok(held);
+                taken: std::sync::Mutex::new(Some((record, etag))),
+            });
         }
+    }
+
+    /// Transaction `id` as stored, once a commit whose request ended
+    /// before it recorded its outcome (an expired commit lease) is
+    /// settled: committed when its commit is on the branch, else open.
+    async fn settled(&self, key: &str, id: &str) -> Result<(Record, String), StoreError> {
+        let (mut record, etag) = load(&self.objects, key, id).await?;
+        let stale_commit = record
+            .lease
+            .as_ref()
+            .is_some_and(|l| l.commit && l.until_ms <= now_ms());
+        if !stale_commit || record.state != State::Open {
+            return Ok((record, etag));
+        }
+        if let Some(snapshot) = self.find_commit(&record).await? {
+            record.state = State::Committed { snapshot };
+            record.session = ByteBuf::new();
+        }
+        record.lease = None;
+        match put_record(&self.objects, key, &record, Expect::Version(etag)).await {
+            Ok(etag) => Ok((record, etag)),
+            // Someone else settled it (or took it) first: as they left it.
+            Err(StoreError::Changed(_)) => load(&self.objects, key, id).await,
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Drop the session of a transaction that takes no more requests
+    /// (its chunks are garbage the crate's collection removes); best
+    /// effort, the record stays.
+    async fn forget_session(&self, key: &str, record: &Record, etag: String) {
+        if record.session.is_empty() {
+            return;
+        }
+        let emptied = Record {
+            session: ByteBuf::new(),
+            ..record.clone()
+        };
+        let _ = put_record(&self.objects, key, &emptied, Expect::Version(etag)).await;
     }
 
     /// The snapshot on the transaction's branch whose metadata names it,
@@ -462,7 +503,7 @@ impl IcechunkRepository {
 
     /// Transaction `id` now.
     pub(crate) async fn transaction_info(&self, id: &str) -> Result<TransactionInfo, StoreError> {
-        let (record, _) = load(&self.objects, &key_of(id)?, id).await?;
+        let (record, _) = self.settled(&key_of(id)?, id).await?;
         record.usable(now_ms())?;
         Ok(record.info())
     }
@@ -470,7 +511,7 @@ impl IcechunkRepository {
     /// Transaction `id` as its writes left it, to read.
     pub(crate) async fn transaction_view(&self, id: &str) -> Result<Arc<IcechunkSnapshot>, StoreError> {
         let key = key_of(id)?;
-        let (record, _) = load(&self.objects, &key, id).await?;
+        let (record, _) = self.settled(&key, id).await?;
         record.usable(now_ms())?;
         let name = format!("transaction.{id}.{}", record.writes);
         let open = async {
@@ -500,12 +541,25 @@ impl IcechunkRepository {
         let held = self.acquire(id, times, true).await?;
         let record = held.record()?;
         let session = restored_session(repository, &record.session)?;
-        let branch = record.branch;
+        let branch = record.branch.clone();
         let changes = self
-            .wrap(record.base_snapshot, Some(branch.clone()), session, SystemTime::now())
+            .wrap(
+                record.base_snapshot.clone(),
+                Some(branch.clone()),
+                session,
+                SystemTime::now(),
+            )
             .await;
         properties.insert("transaction".into(), id.into());
-        let snapshot = self.commit(&changes, message, properties, attempts).await?;
+        let snapshot = match self.commit(&changes, message, properties, attempts).await {
+            Ok(snapshot) => snapshot,
+            // The commit may have landed before the error (a retried
+            // update of the branch that had succeeded, say).
+            Err(e) => match self.find_commit(&record).await {
+                Ok(Some(snapshot)) => snapshot,
+                _ => return Err(e),
+            },
+        };
         // The commit landed: a failure to record it is found again by the
         // next request (the lease says a commit was under way).
         if let Err(e) = self
@@ -553,6 +607,74 @@ mod tests {
         // A stored session is restored only into its slots.
         assert!(restored_session(&repository, &session.as_bytes().unwrap()).is_err());
         assert!(restored_session(&repository, b"\x93\x01\x02").is_err());
+    }
+
+    #[test]
+    fn a_commit_lease_outlives_its_request() {
+        let lease = Lease {
+            token: "t".into(),
+            until_ms: u64::MAX,
+            commit: true,
+        };
+        assert_eq!(released(Some(lease.clone())).map(|l| l.until_ms), Some(0));
+        let write = Lease { commit: false, ..lease };
+        assert!(released(Some(write)).is_none());
+    }
+
+    /// A transaction whose commit landed while its request died before
+    /// recording it: the next request finds the commit (410, committed),
+    /// and nothing is committed twice.
+    #[tokio::test]
+    async fn a_commit_whose_request_died_is_found_not_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo_dir = dir.path().join("repo");
+        let storage = icechunk::new_local_filesystem_storage(&repo_dir).await.unwrap();
+        Repository::create(storage).execute().await.unwrap();
+        let url = url::Url::from_directory_path(&repo_dir).unwrap();
+        let options = crate::storage::StoreOptions::default();
+        let store = Store::open(&format!("icechunk+{url}"), &options).unwrap();
+        let repository = store.versions.as_ref().unwrap().repository.clone();
+        let times = TransactionTimes {
+            ttl: Duration::from_secs(60),
+            lease: Duration::from_secs(60),
+            wait: Duration::from_secs(1),
+        };
+        let begun = repository.begin("main", times).await.unwrap();
+        let written = repository.in_transaction(&begun.id, times).await.unwrap();
+        let group = bytes::Bytes::from_static(br#"{"zarr_format":3,"node_type":"group","attributes":{}}"#);
+        use crate::storage::source::KeySource;
+        written
+            .put("g/zarr.json", group.into(), Expect::Anything)
+            .await
+            .unwrap();
+        repository.save(&written, times).await.unwrap();
+        // The commit lands; its request dies before recording it.
+        let held = repository.acquire(&begun.id, times, true).await.unwrap();
+        let record = held.record().unwrap();
+        let session = restored_session(repository.repository().await.unwrap(), &record.session).unwrap();
+        let changes = repository
+            .wrap(
+                record.base_snapshot.clone(),
+                Some("main".into()),
+                session,
+                SystemTime::now(),
+            )
+            .await;
+        let mut properties = SnapshotProperties::default();
+        properties.insert("transaction".into(), begun.id.clone().into());
+        let landed = repository.commit(&changes, "landed", properties, 1).await.unwrap();
+        drop(held);
+        tokio::time::sleep(Duration::from_millis(300)).await; // the lease's release
+        let again = repository
+            .commit_transaction(&begun.id, "again", SnapshotProperties::default(), 1, times)
+            .await;
+        assert!(
+            matches!(again, Err(StoreError::Gone(ref m)) if m.contains(&landed)),
+            "{again:?}"
+        );
+        let history = repository.history(&Version::Branch("main".into()), 10).await.unwrap();
+        assert_eq!(history.len(), 2, "{history:?}"); // the repository's start and the one commit
+        assert_eq!(history[0].id, landed);
     }
 
     #[test]

@@ -19,7 +19,7 @@ command -v nginx >/dev/null || pkgs+=(nginx-light)
 # The explorer's browser tests: Debian's Chromium and its WebDriver.
 command -v chromium >/dev/null || pkgs+=(chromium)
 command -v chromedriver >/dev/null || pkgs+=(chromium-driver)
-# The map clients (test_map_clients.py): GDAL's WMS and TMS drivers, and QGIS
+# The map clients (test_map_clients.py): GDAL's WMS, TMS and WMTS drivers, and QGIS
 # for Debian's own Python (about 190 MB to fetch, 900 MB installed).
 command -v gdal_translate >/dev/null || pkgs+=(gdal-bin)
 # The DAP2 clients (tests/dap): netCDF-C's ncdump.

@@ -28,6 +28,7 @@ mod transactions;
 mod upload;
 mod view;
 mod wms;
+mod wmts;
 mod write;
 
 /// The fuzz properties of the protocols' parsers ([`crate::fuzz_checks`]).
@@ -137,6 +138,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .merge(explorer::routes())
         .merge(tiles::routes())
         .merge(wms::routes())
+        .merge(wmts::routes())
         .merge(dap2::routes())
         .merge(edr::routes())
 }

@@ -6,11 +6,13 @@ from"), on the sample's geo variable `climate/tas`:
   through the subdatasets it finds in GetCapabilities;
 - GDAL's TMS minidriver reading windows of WebMercatorQuad and
   WorldCRS84Quad tiles through the TileJSON's URL template;
+- GDAL's WMTS driver reading the layer through the WMTS capabilities;
 - a Leaflet and an OpenLayers page (npm packages from .cache/mapjs, served
   here by a static server on another origin) in headless Chromium, each
-  reading the TileJSON and showing its XYZ template;
+  reading the TileJSON and showing its XYZ template, and an OpenLayers page
+  making its WMTS source from the capabilities (optionsFromCapabilities);
 - QGIS (Debian's python3-qgis, run by Debian's Python: maps/qgis_render.py)
-  rendering a WMS layer and an XYZ layer headless.
+  rendering a WMS, an XYZ and a WMTS layer headless.
 
 Every picture a client makes is compared pixel by pixel with zarr-python's
 values, sampled by the contract's cell rule and coloured by matplotlib
@@ -94,7 +96,9 @@ def rgba(data: bytes) -> np.ndarray:
 def gdal(*args: str) -> subprocess.CompletedProcess:
     """Run a GDAL program, logging the URLs it asks for (CPL_DEBUG)."""
     require(GDAL_TRANSLATE is not None and GDALINFO is not None, "GDAL (Debian's gdal-bin)")
-    env = {**os.environ, "CPL_DEBUG": "ON", "GDAL_PAM_ENABLED": "NO", "GDAL_HTTP_TIMEOUT": "60"}
+    # No tile cache (the WMTS driver keeps one in ./gdalwmscache): every run asks the server.
+    env = {**os.environ, "CPL_DEBUG": "ON", "GDAL_PAM_ENABLED": "NO", "GDAL_HTTP_TIMEOUT": "60",
+           "GDAL_ENABLE_WMS_CACHE": "NO"}
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stderr[-4000:]}"
     return proc
@@ -236,6 +240,33 @@ def test_gdal_tms_reads_a_window(tms, z, window, query, time, range_, colormap):
     assert_pixels(got, want, mask(lon_of, lat_of, w, h, EXACT), least=int(0.99 * w * h))
 
 
+# tile matrix set, -outsize, style: the whole layer at one of the overviews
+# GDAL makes of the deepest tile matrix the capabilities list.
+WMTS_CASES = [("WorldCRS84Quad", (1024, 512), "cividis"), ("WebMercatorQuad", (512, 512), "magma")]
+
+
+@pytest.mark.parametrize("tms,size,style", WMTS_CASES, ids=[c[0] for c in WMTS_CASES])
+def test_gdal_wmts_reads_the_layer(tms, size, style):
+    """GDAL's WMTS driver on the RESTful capabilities (api.md 4.6): it
+    finds the layer, its tile matrix set and style, and reads tiles through
+    the ResourceURL template (the tile route, with the time dimension's
+    default, the latest time)."""
+    caps = f"{CLIMATE_URL}/wmts/1.0.0/WMTSCapabilities.xml"
+    w, h = size
+    got, urls = gdal_translate(f"WMTS:{caps},layer=tas,tilematrixset={tms},style={style}", f"wmts-{tms.lower()}",
+                               "-outsize", str(w), str(h))
+    assert all(f"/tiles/{tms}/" in u and f"colormap={style}" in u for u in urls), urls
+    if tms == "WebMercatorQuad":
+        lon_of = lambda p: mercator_lon(p / w)  # noqa: E731
+        lat_of = lambda p: mercator_lat(p / h)  # noqa: E731
+    else:
+        lon_of = lambda p: -180 + p * 360 / w  # noqa: E731
+        lat_of = lambda p: 90 - p * 180 / h  # noqa: E731
+    lo, hi = default_range(LATEST)
+    want = expected(lon_of(np.arange(w) + 0.5), lat_of(np.arange(h) + 0.5), LATEST, lo, hi, style)
+    assert_pixels(got, want, mask(lon_of, lat_of, w, h, EXACT), least=int(0.99 * w * h))
+
+
 # --- Leaflet and OpenLayers in headless Chromium -----------------------------
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -250,7 +281,7 @@ def page_server(tmp_path_factory):
     require((LEAFLET / "leaflet.js").exists() and (OPENLAYERS / "dist" / "ol.js").exists(),
             f"leaflet and ol (npm, in {MAPJS})")
     root = tmp_path_factory.mktemp("map-pages")
-    for page in ("leaflet.html", "openlayers.html"):
+    for page in ("leaflet.html", "openlayers.html", "openlayers-wmts.html"):
         (root / page).symlink_to(HERE / "maps" / page)
     (root / "leaflet").symlink_to(LEAFLET)
     (root / "ol").symlink_to(OPENLAYERS)
@@ -344,6 +375,24 @@ def test_web_map_shows_the_tiles(page, page_server, browser):
     assert not console_errors(browser)
 
 
+def test_openlayers_shows_the_wmts_layer_its_capabilities_describe(page_server, browser):
+    """OpenLayers reads the WMTS capabilities (ol.format.WMTSCapabilities,
+    another origin: CORS), makes its source with optionsFromCapabilities
+    (the time dimension at its default, the latest) and fits the world:
+    no tile fails, and the map shows the contract's colours."""
+    caps = f"{CLIMATE_URL}/wmts/1.0.0/WMTSCapabilities.xml"
+    browser.get(f"{page_server}/openlayers-wmts.html?capabilities={quote(caps, safe='')}"
+                "&layer=tas&matrixSet=WebMercatorQuad&style=viridis")
+    state = wait_for_tiles(browser)
+    options = state["options"]
+    assert options["style"] == "viridis" and options["matrixSet"] == "WebMercatorQuad", options
+    assert options["dimensions"] == {"time": "2024-01-04T00:00:00"}, options  # the default: the latest
+    assert state["tiles"] > 0
+    lo, hi = default_range(LATEST)
+    check_view(browser, "openlayers", "wmts", LATEST, lo, hi, "viridis")
+    assert not console_errors(browser)
+
+
 # --- QGIS --------------------------------------------------------------------
 
 @functools.cache
@@ -405,4 +454,30 @@ def test_qgis_renders_the_xyz_layer(tmp_path):
     lon_of = lambda p: mercator_lon((x0 + p) / world)  # noqa: E731
     lat_of = lambda p: mercator_lat((y0 + p) / world)  # noqa: E731
     want = expected(lon_of(np.arange(w) + 0.5), lat_of(np.arange(h) + 0.5), LATEST, 240.0, 305.0, "plasma")
+    assert_pixels(got, want, mask(lon_of, lat_of, w, h, EXACT), least=int(0.99 * w * h))
+
+
+def test_qgis_renders_the_wmts_layer(tmp_path):
+    """A QGIS WMTS layer (the WMS provider on the WMTS capabilities, its
+    layer, style and tile matrix set), rendered in EPSG:3857 at the
+    resolution of zoom 2, the deepest the capabilities list for the 2°
+    sample (QGIS then asks for zoom 2 tiles)."""
+    caps = f"{CLIMATE_URL}/wmts/1.0.0/WMTSCapabilities.xml"
+    uri = (f"contextualWMSLegend=0&crs=EPSG:3857&dpiMode=7&format=image/png&layers=tas&styles=cividis"
+           f"&tileMatrixSet=WebMercatorQuad&url={caps}")
+    z, (x0, y0, w, h) = 2, (300, 200, 500, 400)
+    world = 256 * 2 ** z
+    res = 2 * MERCATOR_HALF / world
+    extent = [-MERCATOR_HALF + x0 * res, MERCATOR_HALF - (y0 + h) * res,
+              -MERCATOR_HALF + (x0 + w) * res, MERCATOR_HALF - y0 * res]
+    got, result = qgis_render(tmp_path, "wmts", {"provider": "wms", "uri": uri, "crs": "EPSG:3857",
+                                                  "extent": extent, "size": [w, h]})
+    asked = result["requests"]
+    assert any("WMTSCapabilities.xml" in u for u in asked), asked
+    tiles = [u for u in asked if "WMTSCapabilities" not in u]
+    assert tiles and all(("/tiles/WebMercatorQuad/2/" in u or "TILEMATRIX=2" in u.upper()) for u in tiles), tiles
+    lon_of = lambda p: mercator_lon((x0 + p) / world)  # noqa: E731
+    lat_of = lambda p: mercator_lat((y0 + p) / world)  # noqa: E731
+    lo, hi = default_range(LATEST)
+    want = expected(lon_of(np.arange(w) + 0.5), lat_of(np.arange(h) + 0.5), LATEST, lo, hi, "cividis")
     assert_pixels(got, want, mask(lon_of, lat_of, w, h, EXACT), least=int(0.99 * w * h))

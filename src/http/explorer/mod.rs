@@ -344,6 +344,7 @@ fn map_section(ds: &str, path: &str, var: &GeoVariable, origin: &str) -> String 
     let legend = format!("{wms}?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetLegendGraphic&LAYER={layer}&WIDTH=20&HEIGHT=256");
     let template = format!("{origin}/v1/datasets/{ds_url}/tiles/WebMercatorQuad/{{z}}/{{y}}/{{x}}?variable={layer}");
     let capabilities = format!("{origin}{wms}?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetCapabilities");
+    let wmts = format!("{origin}/v1/datasets/{ds_url}/wmts/1.0.0/WMTSCapabilities.xml");
     format!(
         "<section id=\"map\" class=\"map\" aria-labelledby=\"map-title\" data-layer=\"{path_attr}\" \
          data-tilejson=\"{tilejson_attr}\" data-wms=\"{wms_attr}\" data-bounds=\"{west},{south},{east},{north}\">\n\
@@ -355,7 +356,8 @@ fn map_section(ds: &str, path: &str, var: &GeoVariable, origin: &str) -> String 
          <h3>Open it elsewhere</h3>\n<dl class=\"meta\">\n\
          <dt>TileJSON (Leaflet, OpenLayers, MapLibre)</dt><dd><code>{origin_attr}{tilejson_attr}</code></dd>\n\
          <dt>XYZ tiles (QGIS, GDAL)</dt><dd><code id=\"map-xyz\">{template_attr}</code></dd>\n\
-         <dt>WMS 1.3.0 (QGIS, GDAL, OWSLib)</dt><dd><code>{capabilities_attr}</code></dd>\n</dl>\n\
+         <dt>WMS 1.3.0 (QGIS, GDAL, OWSLib)</dt><dd><code>{capabilities_attr}</code></dd>\n\
+         <dt>WMTS 1.0.0 (QGIS, GDAL, OpenLayers, ArcGIS)</dt><dd><code>{wmts_attr}</code></dd>\n</dl>\n\
          <script src=\"/explore-assets/leaflet.js\" defer></script>\n\
          <script src=\"/explore-assets/map.js\" defer></script>\n</section>\n",
         path_attr = escape(path),
@@ -366,6 +368,7 @@ fn map_section(ds: &str, path: &str, var: &GeoVariable, origin: &str) -> String 
         origin_attr = escape(origin),
         template_attr = escape(&template),
         capabilities_attr = escape(&capabilities),
+        wmts_attr = escape(&wmts),
     )
 }
 
@@ -655,6 +658,13 @@ fn api_links(ds: &str, path: &str, array_format: Option<u64>) -> String {
             escape(&dap),
             escape(&dap),
             escape(&dap),
+        );
+        // The dataset's maps: every geo variable a WMTS layer.
+        let wmts = format!("/v1/datasets/{ds}/wmts/1.0.0/WMTSCapabilities.xml");
+        let _ = write!(
+            links,
+            "<li>WMTS 1.0.0 (the dataset's geo variables): <a href=\"{}\">capabilities</a></li>",
+            escape(&wmts)
         );
     }
     if let Some(format) = array_format {

@@ -182,8 +182,9 @@ async fn attribution(dataset: &Dataset, var: &GeoVariable) -> Option<String> {
     group.metadata.as_ref().and_then(|m| pick(m.attributes()))
 }
 
-/// `GET /v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}?variable=PATH`.
-async fn tile(
+/// `GET /v1/datasets/{ds}/tiles/{tms}/{z}/{row}/{col}?variable=PATH`
+/// (also WMTS's `GetTile`).
+pub(super) async fn tile(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path((ds, tms, z, row, col)): Path<(String, String, String, String, String)>,

@@ -39,7 +39,11 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
 }
 
 /// A WMS error: the status, the exception code (none for some), the text.
-struct WmsError(StatusCode, Option<&'static str>, String);
+pub(super) struct WmsError(
+    pub(super) StatusCode,
+    pub(super) Option<&'static str>,
+    pub(super) String,
+);
 
 impl WmsError {
     fn bad(code: &'static str, text: impl Into<String>) -> Self {
@@ -98,18 +102,25 @@ impl IntoResponse for WmsError {
 
 /// The request's parameters, names upper-cased (OGC names are
 /// case-insensitive); the first of a repeated name wins.
-struct Params(HashMap<String, String>);
+pub(super) struct Params(HashMap<String, String>);
 
 impl Params {
-    fn parse(query: Option<&str>) -> Self {
+    pub(super) fn parse(query: Option<&str>) -> Self {
+        Self::from_pairs(
+            url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())),
+        )
+    }
+
+    /// The parameters of `pairs` (the first of a repeated name wins).
+    pub(super) fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
         let mut map = HashMap::new();
-        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            map.entry(k.to_ascii_uppercase()).or_insert_with(|| v.into_owned());
+        for (k, v) in pairs {
+            map.entry(k.to_ascii_uppercase()).or_insert(v);
         }
         Self(map)
     }
 
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
     }
 
@@ -150,8 +161,14 @@ async fn wms(
 /// An unknown dataset or a denied request as a WMS exception report, with
 /// the challenge (`WWW-Authenticate`) or `Retry-After` the API would send,
 /// so a WMS client can ask its user for credentials.
-fn refused(error: ApiError) -> Response {
+pub(super) fn refused(error: ApiError) -> Response {
     let report = WmsError(error.status(), None, error.to_string()).into_response();
+    challenged(report, error)
+}
+
+/// A protocol's exception `report` of `error`, with the headers the API
+/// would send with it (`WWW-Authenticate`, `Retry-After`).
+pub(super) fn challenged(report: Response, error: ApiError) -> Response {
     let api = error.into_response();
     let (mut parts, body) = report.into_parts();
     for name in [header::WWW_AUTHENTICATE, header::RETRY_AFTER] {
@@ -165,7 +182,7 @@ fn refused(error: ApiError) -> Response {
 /// The answer with a strong ETag of its bytes (the same bytes, the same
 /// tag: capabilities and legends, which read no array data), and 304 when
 /// the client already has them.
-async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
+pub(super) async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
     let (mut parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return WmsError(
@@ -241,7 +258,7 @@ fn style_colormap(style: Option<&str>) -> Result<Option<String>, WmsError> {
 }
 
 /// The layer a `LAYERS`/`LAYER`/`QUERY_LAYERS` value names (one).
-async fn layer(dataset: &Dataset, names: &str) -> Result<GeoVariable, WmsError> {
+pub(super) async fn layer(dataset: &Dataset, names: &str) -> Result<GeoVariable, WmsError> {
     let name = names.split(',').next().unwrap_or("").trim().trim_start_matches('/');
     match dataset.geo_variable(name).await {
         Ok(var) => Ok(var),
@@ -508,7 +525,7 @@ async fn hold_pixels(
 }
 
 /// `GetFeatureInfo`: the value under pixel (`I`, `J`) and its cell.
-async fn feature_info(
+pub(super) async fn feature_info(
     state: &AppState,
     dataset: &Dataset,
     params: &Params,
@@ -647,7 +664,6 @@ fn geographic_box([w, s, e, n]: [f64; 4]) -> String {
 
 /// One `Layer` element.
 async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<String, WmsError> {
-    let meta = var.node.array().map_err(WmsError::from)?;
     let attrs = var
         .node
         .metadata
@@ -675,43 +691,14 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<St
          <BoundingBox CRS=\"EPSG:3857\" minx=\"{mx0}\" miny=\"{my0}\" maxx=\"{mx1}\" maxy=\"{my1}\"/>",
         geographic_box([w, s, e, n])
     );
-    let names = meta.dimension_names.clone().unwrap_or_default();
-    for (dim, wms_name) in [(var.grid.t_dim, "time"), (var.grid.z_dim, "elevation")] {
-        let Some(d) = dim else { continue };
-        let Ok(Some(labels)) = dataset.dimension_labels(&var.node.path, d).await else {
-            continue;
-        };
-        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
-        let values: Vec<String> = labels.iter().map(text).collect();
-        let default = match wms_name {
-            "time" => values.last().cloned(),
-            _ => values.first().cloned(),
-        }
-        .unwrap_or_default();
-        let units = if wms_name == "time" {
-            "ISO8601".to_string()
-        } else {
-            let coord = names.get(d).cloned().flatten().unwrap_or_default();
-            let unit = dataset
-                .node(&coord_path(&var.node.path, &coord))
-                .await
-                .ok()
-                .and_then(|n| {
-                    n.metadata
-                        .as_ref()?
-                        .attributes()
-                        .get("units")?
-                        .as_str()
-                        .map(str::to_string)
-                });
-            unit.unwrap_or_else(|| "unknown".into())
-        };
+    for dim in layer_dimensions(dataset, var).await? {
         let _ = write!(
             xml,
-            "<Dimension name=\"{wms_name}\" units=\"{}\" default=\"{}\">{}</Dimension>",
-            escape(&units),
-            escape(&default),
-            escape(&values.join(","))
+            "<Dimension name=\"{}\" units=\"{}\" default=\"{}\">{}</Dimension>",
+            dim.kind,
+            escape(&dim.units),
+            escape(&dim.default),
+            escape(&dim.values.join(","))
         );
     }
     for colormap in Colormap::names() {
@@ -729,6 +716,67 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<St
     }
     xml.push_str("</Layer>\n");
     Ok(xml)
+}
+
+/// A layer's time or elevation dimension, as the capabilities of WMS and
+/// WMTS list it.
+pub(super) struct LayerDimension {
+    /// `time` or `elevation`.
+    pub(super) kind: &'static str,
+    /// The array's name of the dimension.
+    pub(super) name: String,
+    /// `ISO8601` for time; the coordinate's `units` for elevation.
+    pub(super) units: String,
+    /// The latest time, the first elevation.
+    pub(super) default: String,
+    /// Every label.
+    pub(super) values: Vec<String>,
+}
+
+/// The time and elevation dimensions of a layer that have labels.
+pub(super) async fn layer_dimensions(dataset: &Dataset, var: &GeoVariable) -> Result<Vec<LayerDimension>, WmsError> {
+    let meta = var.node.array().map_err(WmsError::from)?;
+    let names = meta.dimension_names.clone().unwrap_or_default();
+    let mut found = Vec::new();
+    for (dim, kind) in [(var.grid.t_dim, "time"), (var.grid.z_dim, "elevation")] {
+        let Some(d) = dim else { continue };
+        let Ok(Some(labels)) = dataset.dimension_labels(&var.node.path, d).await else {
+            continue;
+        };
+        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        let values: Vec<String> = labels.iter().map(text).collect();
+        let default = match kind {
+            "time" => values.last().cloned(),
+            _ => values.first().cloned(),
+        }
+        .unwrap_or_default();
+        let name = names.get(d).cloned().flatten().unwrap_or_default();
+        let units = if kind == "time" {
+            "ISO8601".to_string()
+        } else {
+            let unit = dataset
+                .node(&coord_path(&var.node.path, &name))
+                .await
+                .ok()
+                .and_then(|n| {
+                    n.metadata
+                        .as_ref()?
+                        .attributes()
+                        .get("units")?
+                        .as_str()
+                        .map(str::to_string)
+                });
+            unit.unwrap_or_else(|| "unknown".into())
+        };
+        found.push(LayerDimension {
+            kind,
+            name,
+            units,
+            default,
+            values,
+        });
+    }
+    Ok(found)
 }
 
 /// The path of the coordinate `name` beside the array at `path`.

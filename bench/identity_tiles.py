@@ -77,8 +77,8 @@ def tiles():
     return out
 
 
-def wrk(url_prefix, tile_list, auth, duration, conns, pid):
-    env = dict(os.environ, TILE_LIST=tile_list, TILE_PREFIX=url_prefix, TILE_QUERY="?variable=tas&rescale=220,320",
+def wrk(url_prefix, tile_list, auth, duration, conns, pid, query="?variable=tas&rescale=220,320"):
+    env = dict(os.environ, TILE_LIST=tile_list, TILE_PREFIX=url_prefix, TILE_QUERY=query,
                TILE_AUTH=auth or "", WRK_DONE_LUA=os.path.join(ROOT, "bench", "wrk_done.lua"))
     base = re.match(r"(http://[^/]+)", url_prefix).group(1)
     before = cpu_seconds(pid)

@@ -10,6 +10,7 @@ Local files by default; with ZS_IC_S3_ENDPOINT the repository lives on that
 S3 server and a second server process shares it (see test_versions.py).
 """
 import concurrent.futures
+import hashlib
 import io
 import json
 import os
@@ -254,6 +255,40 @@ def test_a_stored_transaction_holds_no_credentials(repo_world):
         assert tx["base_snapshot"].encode() in record  # it is the record
         for needle in [secret, "AKIAZSLEAKTEST", os.path.join(w["tmp"], "repo")]:
             assert needle.encode() not in record, needle
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_transactions_need_the_write_grant_and_reading_one_the_read_grant(repo_world):
+    w, repo = repo_world, repo_world["repo"]
+    keys = {"writer": "w-key-0123456789", "reader": "r-key-0123456789"}
+    tables = "".join(f'[auth.api_keys.{name}]\nsha256 = "{hashlib.sha256(key.encode()).hexdigest()}"\n'
+                     for name, key in keys.items())
+    server, base = start(w["tmp"], {"ic": "icechunk+" + w["place"].url("repo")}, tables, write='["key:writer"]')
+    try:
+        as_writer, as_reader = {"X-API-Key": keys["writer"]}, {"X-API-Key": keys["reader"]}
+        tip = repo.lookup_branch("main")
+        url = f"{base}/v1/datasets/ic/transactions"
+        assert jcall("POST", url, {})[0] == 401
+        assert jcall("POST", url, {}, as_reader)[0] == 403
+        status, tx = jcall("POST", url, {}, as_writer)
+        assert status == 201, tx
+        body = np.ones(CHUNKS, "<f4").tobytes()
+        write = f"{base}/v1/datasets/ic/data/a?select=0:2,0:3&transaction={tx['id']}"
+        octets = {"Content-Type": "application/octet-stream"}
+        assert call("PUT", write, body, {**octets, **as_reader})[0] == 403
+        assert call("PUT", write, body, {**octets, **as_writer})[0] == 200
+        # Anyone may read (the default grant); only the writer commits or aborts.
+        got, _ = npy(base, f"ic@transaction.{tx['id']}")
+        assert got[0:2, 0:3].tolist() == np.ones(CHUNKS).tolist()
+        assert call("GET", f"{url}/{tx['id']}", None, as_reader)[0] == 200
+        assert jcall("POST", f"{url}/{tx['id']}/commit", {}, as_reader)[0] == 403
+        assert call("DELETE", f"{url}/{tx['id']}", None, as_reader)[0] == 403
+        assert repo.lookup_branch("main") == tip
+        status, got = jcall("POST", f"{url}/{tx['id']}/commit", {}, as_writer)
+        assert status == 200, got
+        assert next(iter(repo.ancestry(branch="main"))).metadata["author"] == "key:writer"
     finally:
         server.kill()
         server.wait()

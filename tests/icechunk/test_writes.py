@@ -28,15 +28,16 @@ from test_versions import BIN, Place, free_port
 SHAPE, CHUNKS = (8, 12), (2, 3)
 
 
-def start(tmp, datasets, settings="", options=None):
+def start(tmp, datasets, settings="", options=None, write='["*"]'):
     """A server writing `datasets` (name: URL), with more top-level
-    `settings` and the store `options` of every dataset."""
+    `settings` (before the datasets: also whole tables), the store `options`
+    of every dataset and its `write` grant."""
     port = free_port()
     path = os.path.join(tmp, f"config-{port}.toml")
     with open(path, "w") as out:
         out.write(f'listen = "127.0.0.1:{port}"\nmetadata_ttl_secs = 0\n{settings}\n')
         for name, url in datasets.items():
-            out.write(f'\n[datasets.{name}]\nurl = {json.dumps(url)}\nwritable = true\nwrite = ["*"]\n')
+            out.write(f'\n[datasets.{name}]\nurl = {json.dumps(url)}\nwritable = true\nwrite = {write}\n')
             if options:
                 out.write(f"[datasets.{name}.options]\n")
                 out.write("".join(f"{k} = {json.dumps(v)}\n" for k, v in options.items()))

@@ -295,13 +295,24 @@ fn style(params: &Params) -> Result<String, Ows> {
 }
 
 /// The dimension values a request gives (`TIME`, `ELEVATION`), as the
-/// array's dimension names and labels.
-async fn dimension_values(dataset: &Dataset, var: &GeoVariable, params: &Params) -> Result<Vec<(String, String)>, Ows> {
+/// array's dimension names and labels (the labels are the tile route's to
+/// look up: none is read here).
+fn dimension_values(var: &GeoVariable, params: &Params) -> Result<Vec<(String, String)>, Ows> {
+    let meta = var.node.array().map_err(|e| Ows::from(WmsError::from(e)))?;
+    let names = meta.dimension_names.clone().unwrap_or_default();
     let mut values = Vec::new();
-    for dim in wms::layer_dimensions(dataset, var).await? {
-        if let Some(value) = params.get(&dim.kind.to_ascii_uppercase()).filter(|v| !v.is_empty()) {
-            values.push((dim.name, value.trim().to_string()));
-        }
+    for (dim, param) in [(var.grid.t_dim, "TIME"), (var.grid.z_dim, "ELEVATION")] {
+        let Some(value) = params.get(param).map(str::trim).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let name = dim.and_then(|d| names.get(d).cloned().flatten()).ok_or_else(|| {
+            Ows::bad(
+                "InvalidParameterValue",
+                param,
+                format!("{param}: this layer has no such dimension"),
+            )
+        })?;
+        values.push((name, value.to_string()));
     }
     Ok(values)
 }
@@ -332,7 +343,7 @@ async fn get_tile(
     let style = style(params)?;
     let dataset = state.dataset(ds, &caller).await?;
     let var = layer(&dataset, layer_name).await?;
-    let dimensions = dimension_values(&dataset, &var, params).await?;
+    let dimensions = dimension_values(&var, params)?;
     let query = tile_query(&var.node.path, &style, &dimensions);
     let path = (
         ds.to_string(),

@@ -126,9 +126,12 @@ def test_feature_info_is_the_cell_value():
      "MissingParameterValue", 400),
     ({"REQUEST": "GetTile", "LAYER": "tas", "STYLE": "sepia", "TILEMATRIXSET": "WorldCRS84Quad", "TILEMATRIX": "0",
       "TILEROW": "0", "TILECOL": "0"}, "InvalidParameterValue", 400),
-    ({"REQUEST": "GetMap"}, "OperationNotSupported", 400),
+    ({"REQUEST": "GetMap"}, "OperationNotSupported", 501),
     ({}, "MissingParameterValue", 400),
-    ({"REQUEST": "GetCapabilities", "VERSION": "2.0.0"}, "VersionNegotiationFailed", 400),
+    ({"REQUEST": "GetTile", "VERSION": "2.0.0", "LAYER": "tas", "TILEMATRIXSET": "WorldCRS84Quad",
+      "TILEMATRIX": "0", "TILEROW": "0", "TILECOL": "0"}, "InvalidParameterValue", 400),
+    ({"REQUEST": "GetFeatureInfo", "LAYER": "tas", "TILEMATRIXSET": "WorldCRS84Quad", "TILEMATRIX": "0",
+      "TILEROW": "0", "TILECOL": "0", "I": "3", "J": "256"}, "PointIJOutOfRange", 400),
 ])
 def test_errors_are_ows_exception_reports(params, code, status):
     r = requests.get(KVP, params={"SERVICE": "WMTS", **params}, timeout=30)
@@ -136,3 +139,32 @@ def test_errors_are_ows_exception_reports(params, code, status):
     doc = ET.fromstring(r.content)
     assert doc.tag == "{http://www.opengis.net/ows/1.1}ExceptionReport"
     assert doc.find("ows:Exception", NS).get("exceptionCode") == code, r.text
+
+
+def test_get_tile_defaults_are_the_capabilities_defaults():
+    """No STYLE is the default style (gray), no TIME the advertised default
+    (the latest), and a dimension the layer does not have is ignored."""
+    base = {"SERVICE": "WMTS", "REQUEST": "GetTile", "VERSION": "1.0.0", "LAYER": "tas", "FORMAT": "image/png",
+            "TILEMATRIXSET": "WebMercatorQuad", "TILEMATRIX": "1", "TILEROW": "1", "TILECOL": "0"}
+    plain = requests.get(KVP, params=base, timeout=30)
+    assert plain.status_code == 200, plain.text
+    named = requests.get(KVP, params={**base, "STYLE": "gray", "TIME": TIMES[3], "ELEVATION": "10"}, timeout=30)
+    assert named.status_code == 200 and named.content == plain.content
+    other = requests.get(KVP, params={**base, "TIME": TIMES[0]}, timeout=30)
+    assert other.status_code == 200 and other.content != plain.content
+    lons, lats = tile_pixels("WebMercatorQuad", 1, 1, 0)
+    lo, hi = default_range(3)
+    assert_same(png(plain), expected(lons, lats, 3, lo, hi, "gray"))
+
+
+def test_feature_info_in_web_mercator_as_text():
+    # Tile 2/1/2 of WebMercatorQuad: 0..90°E, 0..66.5°N; pixel (128, 200).
+    params = {"SERVICE": "WMTS", "REQUEST": "GetFeatureInfo", "VERSION": "1.0.0", "LAYER": "tas",
+              "TILEMATRIXSET": "WebMercatorQuad", "TILEMATRIX": "2", "TILEROW": "1", "TILECOL": "2",
+              "I": "128", "J": "200", "INFOFORMAT": "text/plain"}
+    r = requests.get(KVP, params=params, timeout=30)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain"), r.text
+    lons, lats = tile_pixels("WebMercatorQuad", 2, 1, 2)
+    i, j = cells(LAT, lats[200:201])[0], lon_cells(lons[128:129])[0]
+    value = float(r.text.split("value: ")[1].split()[0])
+    assert value == pytest.approx(float(TAS[3, i, j]))

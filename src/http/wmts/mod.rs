@@ -17,6 +17,8 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::Value;
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
 use super::wms::{self, Params, WmsError};
 use super::{ApiError, AppState};
 use crate::encode::xml::escape;
@@ -37,6 +39,10 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
             super::admit(request, next, |e| Ows::from(WmsError::from(e)).into_response())
         }))
 }
+
+/// What the dataset's name keeps unescaped in the URLs written (RFC 3986
+/// unreserved).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// The style a tile is drawn with when none is asked (the tile route's).
 const DEFAULT_STYLE: &str = "gray";
@@ -168,29 +174,32 @@ fn operation(params: &Params) -> Result<Operation, Ows> {
             ));
         }
     }
-    if let Some(version) = params.get("VERSION").filter(|v| !v.is_empty()) {
-        if version != "1.0.0" {
-            return Err(Ows::bad(
-                "VersionNegotiationFailed",
-                "VERSION",
-                format!("VERSION={version}: this WMTS speaks 1.0.0"),
-            ));
-        }
-    }
     let request = params
         .get("REQUEST")
         .filter(|r| !r.is_empty())
         .ok_or_else(|| Ows::bad("MissingParameterValue", "REQUEST", "parameter REQUEST is required"))?;
-    match request.to_ascii_lowercase().as_str() {
-        "getcapabilities" => Ok(Operation::Capabilities),
-        "gettile" => Ok(Operation::Tile),
-        "getfeatureinfo" => Ok(Operation::FeatureInfo),
-        _ => Err(Ows::bad(
-            "OperationNotSupported",
-            "REQUEST",
-            format!("REQUEST={request}: use GetCapabilities, GetTile or GetFeatureInfo"),
-        )),
+    let operation = match request.to_ascii_lowercase().as_str() {
+        // Its version is negotiated (AcceptVersions), never refused.
+        "getcapabilities" => return Ok(Operation::Capabilities),
+        "gettile" => Operation::Tile,
+        "getfeatureinfo" => Operation::FeatureInfo,
+        _ => {
+            return Err(Ows(
+                StatusCode::NOT_IMPLEMENTED,
+                "OperationNotSupported",
+                Some("REQUEST"),
+                format!("REQUEST={request}: use GetCapabilities, GetTile or GetFeatureInfo"),
+            ))
+        }
+    };
+    if let Some(version) = params.get("VERSION").filter(|v| !v.is_empty() && *v != "1.0.0") {
+        return Err(Ows::bad(
+            "InvalidParameterValue",
+            "VERSION",
+            format!("VERSION={version}: this WMTS speaks 1.0.0"),
+        ));
     }
+    Ok(operation)
 }
 
 /// A tile a key-value request names: the set, zoom, row and column.
@@ -305,14 +314,10 @@ fn dimension_values(var: &GeoVariable, params: &Params) -> Result<Vec<(String, S
         let Some(value) = params.get(param).map(str::trim).filter(|v| !v.is_empty()) else {
             continue;
         };
-        let name = dim.and_then(|d| names.get(d).cloned().flatten()).ok_or_else(|| {
-            Ows::bad(
-                "InvalidParameterValue",
-                param,
-                format!("{param}: this layer has no such dimension"),
-            )
-        })?;
-        values.push((name, value.to_string()));
+        // A dimension the layer does not have is ignored (07-057r7).
+        if let Some(name) = dim.and_then(|d| names.get(d).cloned().flatten()) {
+            values.push((name, value.to_string()));
+        }
     }
     Ok(values)
 }
@@ -412,7 +417,7 @@ async fn feature_info(
         .await
         .map_err(|e| match e.1 {
             Some("LayerNotDefined") => Ows::bad("InvalidParameterValue", "LAYER", e.2),
-            Some("InvalidPoint") => Ows::bad("PointIJOutOfRange", "I", e.2),
+            Some("InvalidPoint") => Ows::bad("PointIJOutOfRange", if e.2.starts_with('J') { "J" } else { "I" }, e.2),
             _ => Ows::from(e),
         })
 }
@@ -426,6 +431,7 @@ async fn capabilities(state: &AppState, caller: &Caller, ds: &str, headers: &Hea
     } else {
         origin
     };
+    let ds = &utf8_percent_encode(ds, SEGMENT).to_string();
     let kvp = format!("{origin}/v1/datasets/{ds}/wmts?");
     let variables = dataset.geo_variables().await.map_err(WmsError::from)?;
     let mut layers = String::new();
@@ -592,10 +598,10 @@ fn limits(set: TileMatrixSet, zoom: u8, [w, s, e, n]: [f64; 4]) -> ((u64, u64), 
         }
         TileMatrixSet::WorldCrs84Quad => (90.0 - lat) / 180.0,
     };
-    (
-        (index(col(w), cols), index(shy(col(e)), cols)),
-        (index(row(n), rows), index(shy(row(s)), rows)),
-    )
+    let span = |first: usize, last: usize| (first as u64, (last as u64).max(first as u64));
+    let (c0, c1) = (index(col(w), cols), index(shy(col(e)), cols));
+    let (r0, r1) = (index(row(n), rows), index(shy(row(s)), rows));
+    (span(c0 as usize, c1 as usize), span(r0 as usize, r1 as usize))
 }
 
 /// A `TileMatrixSet` of the contents, with its matrices 0 to `deepest`.
@@ -642,6 +648,16 @@ mod tests {
         assert_eq!(limits(TileMatrixSet::WorldCrs84Quad, 1, box_), ((2, 2), (0, 0)));
         assert_eq!(limits(TileMatrixSet::WebMercatorQuad, 2, box_), ((2, 2), (1, 1)));
         assert_eq!(limits(TileMatrixSet::WebMercatorQuad, 3, box_), ((4, 5), (2, 3)));
+        // A line on a tile's edge: that tile, never an empty range.
+        assert_eq!(
+            limits(TileMatrixSet::WorldCrs84Quad, 1, [0.0, 0.0, 0.0, 45.0]),
+            ((2, 2), (0, 0))
+        );
+        // A region in the south-west: its tiles only.
+        assert_eq!(
+            limits(TileMatrixSet::WorldCrs84Quad, 2, [-170.0, -80.0, -100.0, -50.0]),
+            ((0, 1), (3, 3))
+        );
     }
 
     #[test]

@@ -83,21 +83,26 @@ impl IntoResponse for WmsError {
              <ServiceException{code}>{}</ServiceException>\n</ServiceExceptionReport>\n",
             escape(&self.2)
         );
-        let mut response = (
-            self.0,
-            [(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"))],
-            body,
-        )
-            .into_response();
-        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
-            // As every 503 of the service: try again in a second.
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        response.extensions_mut().insert(super::ProtocolError);
-        response
+        exception(self.0, "text/xml", body)
     }
+}
+
+/// A protocol's exception report `body` of `content_type` with `status`
+/// (and, as every 503 of the service, `Retry-After: 1`).
+pub(super) fn exception(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+        body,
+    )
+        .into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response.extensions_mut().insert(super::ProtocolError);
+    response
 }
 
 /// The request's parameters, names upper-cased (OGC names are

@@ -93,19 +93,7 @@ impl IntoResponse for Ows {
             self.1,
             escape(&self.3)
         );
-        let mut response = (
-            self.0,
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/xml"))],
-            body,
-        )
-            .into_response();
-        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        response.extensions_mut().insert(super::ProtocolError);
-        response
+        wms::exception(self.0, "application/xml", body)
     }
 }
 

@@ -454,11 +454,19 @@ async fn an_unreachable_issuer_answers_503_until_it_is_back() {
     // The service itself is up, and public datasets answer.
     assert_eq!(code(&server, "/healthz", None).await, 200);
     assert_eq!(code(&server, "/v1/datasets/fixtures/nodes", bearer(&token)).await, 200);
-    let _issuer = Issuer::start_on(
-        tokio::net::TcpListener::bind(addr).await.unwrap(),
-        vec![key.jwk.clone()],
-    )
-    .await;
+    // The port is from the ephemeral range: another connection may hold
+    // it as its own end for a moment.
+    let mut bound = None;
+    for _ in 0..100 {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => {
+                bound = Some(listener);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let _issuer = Issuer::start_on(bound.expect("the issuer's port comes free"), vec![key.jwk.clone()]).await;
     let mut last = 0;
     for _ in 0..40 {
         last = code(&server, NODE, bearer(&token)).await;

@@ -212,8 +212,8 @@ fn caching(path: &str) -> Caching {
         .and_then(|(_, v)| crate::storage::Version::parse(v).ok());
     match version {
         Some(v) if v.is_immutable() && segments.next() != Some("refs") => Caching::Immutable,
-        // Each write changes what a transaction reads.
-        Some(crate::storage::Version::Transaction(_)) if otherwise == Caching::MaxAge => Caching::Revalidate,
+        // Each write changes what a transaction reads (and its explorer pages).
+        Some(crate::storage::Version::Transaction(_)) => Caching::Revalidate,
         _ => otherwise,
     }
 }

@@ -65,6 +65,8 @@ def test_a_transaction_collects_writes_seen_only_at_its_ref_until_committed(repo
     got, headers = npy(base, f"ic@transaction.{tx['id']}")
     np.testing.assert_array_equal(got, model)
     assert "no-cache" in headers.get("cache-control", ""), headers
+    status, headers, _ = call("GET", f"{base}/explore/ic@transaction.{tx['id']}/a")
+    assert status == 200 and "no-cache" in headers.get("cache-control", ""), headers
     np.testing.assert_array_equal(npy(base, "ic")[0], np.zeros(SHAPE, "f4"))
     np.testing.assert_array_equal(read(repo, "a"), np.zeros(SHAPE, "f4"))
     assert repo.lookup_branch("main") == tip

@@ -9,7 +9,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// A slash-separated path with each segment percent-encoded.
-pub(super) fn url_path(path: &str) -> String {
+pub(in crate::http) fn url_path(path: &str) -> String {
     path.split('/')
         .filter(|s| !s.is_empty())
         .map(|s| utf8_percent_encode(s, SEGMENT).to_string())

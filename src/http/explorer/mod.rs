@@ -22,7 +22,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
-use self::html::{definitions, escape, explore_href, page, url_path};
+pub(super) use self::html::url_path;
+use self::html::{definitions, escape, explore_href, page};
 use super::format::accept_items;
 use super::nodes::document_bytes;
 use super::problem::ApiError;

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::query::TileQuery;
 use super::respond::{Answer, Checked};
 use super::{absolute, ApiError, AppState};
-use crate::engine::geo::{Sampling, TileMatrixSet, TILE_SIZE};
+use crate::engine::geo::{Sampling, TileMatrixSet, MERCATOR_HALF, TILE_SIZE};
 use crate::engine::{Dataset, GeoVariable, Raster};
 use crate::identity::Caller;
 
@@ -86,7 +86,7 @@ async fn matrix_set(
     let t = tile_matrix_set(&tms)?;
     let (crs, origin, extent) = match t {
         TileMatrixSet::WebMercatorQuad => {
-            let half = 20_037_508.342_789_244;
+            let half = MERCATOR_HALF;
             (
                 "http://www.opengis.net/def/crs/EPSG/0/3857",
                 json!([-half, half]),

@@ -23,7 +23,7 @@ use super::conditional::{if_none_match, strong_etag};
 use super::respond::{Answer, Checked};
 use super::{ApiError, AppState};
 use crate::encode::xml::escape;
-use crate::engine::geo::{MapCrs, MapFrame, Sampling, EARTH_RADIUS};
+use crate::engine::geo::{to_mercator, MapCrs, MapFrame, Sampling};
 use crate::engine::labels::{Label, LabelQuery, LabelSel};
 use crate::engine::render::{Colormap, Render, RenderRequest};
 use crate::engine::{Dataset, Error, GeoVariable, Raster};
@@ -679,16 +679,8 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<St
     let title = escape(attrs.get("long_name").and_then(Value::as_str).unwrap_or(&var.node.path));
     let [w, s, e, n] = var.grid.bounds();
     let (ew, ee) = if w <= e { (w, e) } else { (-180.0, 180.0) };
-    let merc = |lon: f64, lat: f64| {
-        const R: f64 = EARTH_RADIUS;
-        let lat = lat.clamp(-85.051_128_779_806_59, 85.051_128_779_806_59);
-        (
-            R * lon.to_radians(),
-            R * (std::f64::consts::FRAC_PI_4 + lat.to_radians() / 2.0).tan().ln(),
-        )
-    };
-    let (mx0, my0) = merc(ew, s);
-    let (mx1, my1) = merc(ee, n);
+    let [mx0, my0] = to_mercator(ew, s);
+    let [mx1, my1] = to_mercator(ee, n);
     let mut xml = format!(
         "<Layer queryable=\"1\"><Name>{name}</Name><Title>{title}</Title>{}\
          <BoundingBox CRS=\"CRS:84\" minx=\"{ew}\" miny=\"{s}\" maxx=\"{ee}\" maxy=\"{n}\"/>\

@@ -17,12 +17,10 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::Value;
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-
 use super::wms::{self, Params, WmsError};
 use super::{ApiError, AppState};
 use crate::encode::xml::escape;
-use crate::engine::geo::{TileMatrixSet, EARTH_RADIUS, TILE_SIZE};
+use crate::engine::geo::{to_mercator as mercator, TileMatrixSet, MERCATOR_HALF, MERCATOR_LATITUDE, TILE_SIZE};
 use crate::engine::render::Colormap;
 use crate::engine::{Dataset, GeoVariable};
 use crate::identity::{Caller, Permission};
@@ -39,10 +37,6 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
             super::admit(request, next, |e| Ows::from(WmsError::from(e)).into_response())
         }))
 }
-
-/// What the dataset's name keeps unescaped in the URLs written (RFC 3986
-/// unreserved).
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// The style a tile is drawn with when none is asked (the tile route's).
 const DEFAULT_STYLE: &str = "gray";
@@ -162,10 +156,7 @@ fn operation(params: &Params) -> Result<Operation, Ows> {
             ));
         }
     }
-    let request = params
-        .get("REQUEST")
-        .filter(|r| !r.is_empty())
-        .ok_or_else(|| Ows::bad("MissingParameterValue", "REQUEST", "parameter REQUEST is required"))?;
+    let request = required(params, "REQUEST")?;
     let operation = match request.to_ascii_lowercase().as_str() {
         // Its version is negotiated (AcceptVersions), never refused.
         "getcapabilities" => return Ok(Operation::Capabilities),
@@ -198,14 +189,17 @@ struct TileAt {
     col: u64,
 }
 
+/// Parameter `name`, which must be given and not empty.
+fn required<'a>(params: &'a Params, name: &'static str) -> Result<&'a str, Ows> {
+    params
+        .get(name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| Ows::bad("MissingParameterValue", name, format!("parameter {name} is required")))
+}
+
 impl TileAt {
     fn of(params: &Params) -> Result<Self, Ows> {
-        let required = |name: &'static str| {
-            params
-                .get(name)
-                .filter(|v| !v.is_empty())
-                .ok_or_else(|| Ows::bad("MissingParameterValue", name, format!("parameter {name} is required")))
-        };
+        let required = |name: &'static str| required(params, name);
         let name = required("TILEMATRIXSET")?;
         let set = TileMatrixSet::named(name).ok_or_else(|| {
             Ows::bad(
@@ -260,9 +254,6 @@ impl TileAt {
         [x0, y1 - size, x0 + size, y1]
     }
 }
-
-/// Half the side of the Web Mercator square, metres.
-const MERCATOR_HALF: f64 = 20_037_508.342_789_244;
 
 /// The query of the tile route that draws `layer` in `style` at the
 /// dimension values given (the `ResourceURL` template, filled in).
@@ -319,10 +310,7 @@ async fn get_tile(
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, Ows> {
-    let layer_name = params
-        .get("LAYER")
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| Ows::bad("MissingParameterValue", "LAYER", "parameter LAYER is required"))?;
+    let layer_name = required(params, "LAYER")?;
     if let Some(format) = params.get("FORMAT").filter(|f| !f.is_empty()) {
         if !format.eq_ignore_ascii_case("image/png") {
             return Err(Ows::bad(
@@ -373,10 +361,7 @@ async fn feature_info(
     params: &Params,
     (method, headers): (&Method, &HeaderMap),
 ) -> Result<Response, Ows> {
-    let layer_name = params
-        .get("LAYER")
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| Ows::bad("MissingParameterValue", "LAYER", "parameter LAYER is required"))?;
+    let layer_name = required(params, "LAYER")?;
     let at = TileAt::of(params)?;
     style(params)?;
     let [x0, y0, x1, y1] = at.bbox();
@@ -419,7 +404,7 @@ async fn capabilities(state: &AppState, caller: &Caller, ds: &str, headers: &Hea
     } else {
         origin
     };
-    let ds = &utf8_percent_encode(ds, SEGMENT).to_string();
+    let ds = &super::explorer::url_path(ds);
     let kvp = format!("{origin}/v1/datasets/{ds}/wmts?");
     let variables = dataset.geo_variables().await.map_err(WmsError::from)?;
     let mut layers = String::new();
@@ -558,18 +543,6 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, origin: &str, ds: &str)
     );
     Ok((xml, deepest))
 }
-
-/// Longitude and latitude in Web Mercator metres (latitudes clamped to
-/// the square's edge).
-fn mercator(lon: f64, lat: f64) -> [f64; 2] {
-    let lat = lat.clamp(-MERCATOR_LATITUDE, MERCATOR_LATITUDE).to_radians();
-    let x = lon.to_radians() * EARTH_RADIUS;
-    let y = (std::f64::consts::FRAC_PI_4 + lat / 2.0).tan().ln() * EARTH_RADIUS;
-    [x, y]
-}
-
-/// The latitude of the Web Mercator square's edges.
-const MERCATOR_LATITUDE: f64 = 85.051_128_779_806_59;
 
 /// The first and last tile column, and row, of `set` at `zoom` that
 /// `[w, s, e, n]` (degrees) touches.

@@ -24,7 +24,9 @@ use serde_json::Value;
 
 pub use crs::{Crs, CrsSources, Projection};
 pub use frame::{MapCrs, MapFrame};
-pub use tile_matrix_set::{TileMatrixSet, EARTH_RADIUS, METRES_PER_DEGREE, TILE_SIZE};
+pub use tile_matrix_set::{
+    to_mercator, TileMatrixSet, EARTH_RADIUS, MERCATOR_HALF, MERCATOR_LATITUDE, METRES_PER_DEGREE, TILE_SIZE,
+};
 
 use crate::engine::error::{Error, Result};
 

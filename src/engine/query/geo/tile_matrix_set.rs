@@ -20,6 +20,21 @@ pub const EARTH_RADIUS: f64 = 6_378_137.0;
 /// Metres in a degree of longitude at the equator of that sphere.
 pub const METRES_PER_DEGREE: f64 = 2.0 * std::f64::consts::PI * EARTH_RADIUS / 360.0;
 
+/// Half the side of the Web Mercator square (EPSG:3857), metres.
+pub const MERCATOR_HALF: f64 = 20_037_508.342_789_244;
+
+/// The latitude of the Web Mercator square's edges, degrees.
+pub const MERCATOR_LATITUDE: f64 = 85.051_128_779_806_59;
+
+/// Longitude and latitude (degrees) in Web Mercator metres, latitudes
+/// clamped to the square's edges.
+pub fn to_mercator(lon: f64, lat: f64) -> [f64; 2] {
+    let lat = lat.clamp(-MERCATOR_LATITUDE, MERCATOR_LATITUDE).to_radians();
+    let x = lon.to_radians() * EARTH_RADIUS;
+    let y = (std::f64::consts::FRAC_PI_4 + lat / 2.0).tan().ln() * EARTH_RADIUS;
+    [x, y]
+}
+
 /// The latitude (degrees) of Web Mercator `y` given in earth radii.
 pub(crate) fn mercator_latitude(y: f64) -> f64 {
     y.sinh().atan().to_degrees()

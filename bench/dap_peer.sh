@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# OPeNDAP DAP2 `.dods` throughput: zarr-serve against its own binary region read of
-# the same hyperslab, and against xpublish-opendap serving the same store. One
+# OPeNDAP DAP2 `.dods` and DAP4 `.dap` throughput: zarr-serve against its own binary
+# region read of the same hyperslab, and (DAP2) against xpublish-opendap serving the
+# same store. One
 # command, about 2 minutes on 2 cores (the first run also makes the venv and the data):
 #
 #   bash bench/dap_peer.sh                  (DAP_RUNS=3 timed runs of each by default)
@@ -10,12 +11,13 @@
 #    complete: t(time, lat, lon) float32 64 x 1024 x 2048 (512 MiB), 4 MiB zstd chunks
 # 3. zarr-serve (a copy of BENCH_SERVER_BIN, default target/ci/zarr-serve) on a free
 #    loopback port: the hyperslab t[24..39][all][all] (16 x 1024 x 2048 float32, exactly
-#    128 MiB) as DAP2 `.dods` (the Grid t with its maps) and as the binary region read;
+#    128 MiB) as DAP2 `.dods` (the Grid t with its maps), as DAP4 `.dap` (t with its
+#    CRC-32, as netCDF-C and pydap ask for it) and as the binary region read;
 #    each fetched once to warm up (bodies kept for step 5), then DAP_RUNS timed curl
 #    runs of each, alternating
 # 4. xpublish-opendap (uvicorn, 1 worker, bench/dap_xpublish_app.py) on a free loopback
 #    port: the same `.dods`, a warm-up, then DAP_RUNS timed runs
-# 5. bench/dap_check.py: the three warm-up bodies, element for element, against the
+# 5. bench/dap_check.py: the four warm-up bodies, element for element, against the
 #    store as xarray reads it
 # 6. the table: each run and the median of wall time, MB/s (10^6 bytes a second), the
 #    server's CPU seconds (utime+stime of /proc/PID/stat, all threads and any child
@@ -184,6 +186,7 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 ZS_DODS="t[$T0:1:$T1][0:1:$((NLAT - 1))][0:1:$((NLON - 1))]"
 XP_DODS="t[$T0:$T1][0:$((NLAT - 1))][0:$((NLON - 1))]"
 ZS_SELECT="select=$T0:$((T1 + 1)),:,:&format=binary"
+ZS_DAP4="dap4.ce=/t%5B$T0:1:$T1%5D%5B0:1:$((NLAT - 1))%5D%5B0:1:$((NLON - 1))%5D&dap4.checksum=true"
 
 step "zarr-serve: .dods?$ZS_DODS and data/t?$ZS_SELECT"
 PORT=$(free_port)
@@ -194,9 +197,11 @@ start_server zarr-serve "$CACHE/zarr-serve.log" "http://127.0.0.1:$PORT/readyz" 
 ZS_PID=$SERVER_PID
 warm "zarr-serve .dods" "$ZS/dap.dods?$ZS_DODS" "$CACHE/warm-zs.dods" $((SLAB_BYTES + 8))
 warm "zarr-serve binary" "$ZS/data/t?$ZS_SELECT" "$CACHE/warm-zs.bin" "$SLAB_BYTES"
+warm "zarr-serve DAP4 .dap" "$ZS/dap4.dap?$ZS_DAP4" "$CACHE/warm-zs.dap" $((SLAB_BYTES + 8))
 for r in $(seq "$RUNS"); do
   timed zs_dods "$r" "$ZS/dap.dods?$ZS_DODS" "$ZS_PID"
   timed zs_bin "$r" "$ZS/data/t?$ZS_SELECT" "$ZS_PID"
+  timed zs_dap "$r" "$ZS/dap4.dap?$ZS_DAP4" "$ZS_PID"
 done
 stop_server "$ZS_PID"
 
@@ -216,7 +221,7 @@ LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 step "values (bench/dap_check.py)"
 CHECK=$(timeout 300 "$PY" bench/dap_check.py "$CACHE/dap.zarr" "$T0" "$T1" \
-  "$CACHE/warm-zs.dods" "$CACHE/warm-zs.bin" "$CACHE/warm-xp.dods" 2>&1) && CHECK_OK=1 || CHECK_OK=0
+  "$CACHE/warm-zs.dods" "$CACHE/warm-zs.bin" "$CACHE/warm-xp.dods" "$CACHE/warm-zs.dap" 2>&1) && CHECK_OK=1 || CHECK_OK=0
 [ "$CHECK_OK" = 1 ] || BODIES=()  # keep the bodies to look at
 
 # --- report --------------------------------------------------------------------------
@@ -234,21 +239,23 @@ row() { printf '%-26s %6s %13s %8s %8s %8s %9s %9s\n' "$@"; }
 
 report() {
   local l name d
-  echo "OPeNDAP DAP2 .dods throughput ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $LOAD0 before, $LOAD1 after)"
+  echo "OPeNDAP DAP2 .dods and DAP4 .dap throughput ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $LOAD0 before, $LOAD1 after)"
   echo "zarr-serve: $("$SERVER" --version)  |  xpublish-opendap: $("$PY" -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("xpublish-opendap", "opendap-protocol", "xpublish", "xarray", "zarr", "dask", "numpy", "uvicorn")))')"
   echo "store: $CACHE/dap.zarr, t(time, lat, lon) float32 ${NT}x${NLAT}x${NLON}, 4 MiB zstd chunks"
   echo "hyperslab: time $T0..$T1 (inclusive) x all lat x all lon = ${NTS}x${NLAT}x${NLON} float32 = $SLAB_BYTES bytes"
   echo "  zarr-serve .dods:        GET /v1/datasets/bench/dap.dods?$ZS_DODS"
   echo "  zarr-serve binary:       GET /v1/datasets/bench/data/t?$ZS_SELECT"
+  echo "  zarr-serve DAP4 .dap:    GET /v1/datasets/bench/dap4.dap?$ZS_DAP4"
   echo "  xpublish-opendap .dods:  GET /opendap.dods?$XP_DODS   (uvicorn, 1 worker; xr.open_zarr, dask)"
   echo "each: one warm-up fetch, then $RUNS timed curl fetches to /dev/null; MB = 10^6 bytes, GB = 10^9 bytes;"
   echo "CPU = the server process's utime+stime (1/$TCK s ticks); rest = CPU the rest of the machine spent (curl, other load)"
   echo
   row "" run bytes "wall s" "MB/s" "CPU s" "CPU s/GB" "rest CPU s"
-  for l in zs_dods zs_bin xp_dods; do
+  for l in zs_dods zs_bin zs_dap xp_dods; do
     case $l in
       zs_dods) name="zarr-serve .dods" ;;
       zs_bin) name="zarr-serve binary" ;;
+      zs_dap) name="zarr-serve DAP4 .dap" ;;
       xp_dods) name="xpublish-opendap .dods" ;;
     esac
     while read -r r b s mbps cpu cpugb rest; do
@@ -261,14 +268,19 @@ report() {
   echo "response sizes (warm-up bodies) and values:"
   echo "$CHECK"
   echo
-  local zd zb xd
+  local zd zb xd z4 c4 cb
   zd=$(col_median zs_dods 4)
   zb=$(col_median zs_bin 4)
   xd=$(col_median xp_dods 4)
-  awk -v zd="$zd" -v zb="$zb" -v xd="$xd" 'BEGIN {
-    r1 = zd / zb; r2 = zd / xd
+  z4=$(col_median zs_dap 4)
+  c4=$(col_median zs_dap 6)
+  cb=$(col_median zs_bin 6)
+  awk -v zd="$zd" -v zb="$zb" -v xd="$xd" -v z4="$z4" -v c4="$c4" -v cb="$cb" 'BEGIN {
+    r1 = zd / zb; r2 = zd / xd; r3 = z4 / zb; r4 = (c4 > 0) ? cb / c4 : 0
     printf "ratio zarr-serve .dods / zarr-serve binary   (median MB/s): %6.2f   target >= 0.8: %s\n", r1, (r1 >= 0.8) ? "met" : "NOT met"
     printf "ratio zarr-serve .dods / xpublish-opendap    (median MB/s): %6.2f   target >= 5:   %s\n", r2, (r2 >= 5) ? "met" : "NOT met"
+    printf "ratio zarr-serve .dap  / zarr-serve binary   (median MB/s): %6.2f   target >= 0.8: %s\n", r3, (r3 >= 0.8) ? "met" : "NOT met"
+    printf "ratio of server CPU per GB, binary / .dap    (median):      %6.2f\n", r4
   }'
 }
 

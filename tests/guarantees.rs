@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{client, config, Server};
 
 /// Every route that reads array data, as a request of the `big` dataset.
-const DATA_ROUTES: [(&str, &str); 11] = [
+const DATA_ROUTES: [(&str, &str); 13] = [
     ("region read", "/v1/datasets/big/data/tas?select=0:2,0:2"),
     (
         "region read as JSON",
@@ -32,8 +32,14 @@ const DATA_ROUTES: [(&str, &str); 11] = [
         "/v1/datasets/big/wms?SERVICE=WMS&VERSION=1.3.0&REQUEST=GetFeatureInfo&QUERY_LAYERS=tas\
          &CRS=CRS:84&BBOX=-180,-90,180,90&WIDTH=16&HEIGHT=8&I=1&J=1",
     ),
+    (
+        "WMTS GetTile",
+        "/v1/datasets/big/wmts?SERVICE=WMTS&VERSION=1.0.0&REQUEST=GetTile&LAYER=tas&STYLE=gray\
+         &FORMAT=image/png&TILEMATRIXSET=WebMercatorQuad&TILEMATRIX=0&TILEROW=0&TILECOL=0",
+    ),
     ("DAP2 .dods", "/v1/datasets/big/dap.dods?tas[0:1][0:1]"),
     ("DAP2 .ascii", "/v1/datasets/big/dap.ascii?tas[0:1][0:1]"),
+    ("DAP4 .dap", "/v1/datasets/big/dap4.dap?dap4.ce=/tas%5B0:1%5D%5B0:1%5D"),
     (
         "EDR position",
         "/v1/datasets/big/edr/collections/big/position?coords=POINT(0%200)",
@@ -77,7 +83,9 @@ async fn every_data_route_waits_for_a_read_slot_then_answers_503() {
         let body = resp.text().await.unwrap();
         let format = match name {
             n if n.starts_with("WMS") => "ServiceExceptionReport",
+            n if n.starts_with("WMTS") => "ExceptionReport",
             n if n.starts_with("DAP2") => "Error {",
+            n if n.starts_with("DAP4") => "<Error httpcode=\"503\">",
             _ => "\"status\":503",
         };
         assert!(body.contains(format), "{name}: {body}");
@@ -237,8 +245,14 @@ async fn every_data_route_refuses_a_large_answer_before_reading() {
     // Each asks for more than 200 kB decoded (a chunk is 256 KiB).
     // The chunk keys, the tile and the map of DATA_ROUTES are large as they
     // are (a chunk is 256 KiB; the tile and the map decode every chunk).
-    let as_they_are = ["passthrough chunk", "v2 view chunk", "tile", "WMS GetMap"];
-    let larger: [(&str, &str); 5] = [
+    let as_they_are = [
+        "passthrough chunk",
+        "v2 view chunk",
+        "tile",
+        "WMTS GetTile",
+        "WMS GetMap",
+    ];
+    let larger: [(&str, &str); 6] = [
         ("region read", "/v1/datasets/big/data/tas?select=0:512,0:512"),
         (
             "region read as JSON",
@@ -246,6 +260,10 @@ async fn every_data_route_refuses_a_large_answer_before_reading() {
         ),
         ("DAP2 .dods", "/v1/datasets/big/dap.dods?tas[0:511][0:511]"),
         ("DAP2 .ascii", "/v1/datasets/big/dap.ascii?tas[0:511][0:511]"),
+        (
+            "DAP4 .dap",
+            "/v1/datasets/big/dap4.dap?dap4.ce=/tas%5B0:511%5D%5B0:511%5D",
+        ),
         (
             "EDR cube",
             "/v1/datasets/big/edr/collections/big/cube?bbox=-180,-90,180,90",
@@ -292,12 +310,14 @@ async fn a_first_head_reads_no_chunk_data_when_the_length_is_known() {
         "/v1/datasets/big/v2/tas/0.0",
         "/v1/datasets/big/dap.dods?tas[0:1][0:1]",
         "/v1/datasets/big/dap.ascii?tas[0:1][0:1]",
+        "/v1/datasets/big/dap4.dap?dap4.ce=/tas%5B0:1%5D%5B0:1%5D",
         "/v1/datasets/big/edr/collections/big/position?coords=POINT(0%200)",
     ];
     // Metadata and coordinates first: only chunk data is counted below.
     for path in [
         "/v1/datasets/big/nodes/tas",
         "/v1/datasets/big/dap.dds",
+        "/v1/datasets/big/dap4.dmr",
         "/v1/datasets/big/edr/collections/big",
     ] {
         let warm = client().get(server.url(path)).send().await.unwrap();
@@ -327,7 +347,7 @@ async fn a_first_head_reads_no_chunk_data_when_the_length_is_known() {
 
 /// Every format that streams a large answer, as requests of the whole of
 /// the `big` dataset's `tas`.
-const STREAMED: [(&str, &str); 7] = [
+const STREAMED: [(&str, &str); 8] = [
     ("binary", "/v1/datasets/big/data/tas"),
     ("npy", "/v1/datasets/big/data/tas?format=npy"),
     ("JSON", "/v1/datasets/big/data/tas?format=json"),
@@ -335,6 +355,7 @@ const STREAMED: [(&str, &str); 7] = [
     ("NetCDF", "/v1/datasets/big/data/tas?format=netcdf"),
     ("DAP2 .dods", "/v1/datasets/big/dap.dods?tas"),
     ("DAP2 .ascii", "/v1/datasets/big/dap.ascii?tas"),
+    ("DAP4 .dap", "/v1/datasets/big/dap4.dap?dap4.ce=/tas"),
 ];
 
 /// A counter or gauge of `/metrics` without labels, or with exactly `labels`.

@@ -260,6 +260,10 @@ async fn streaming_each_format_keeps_memory_below_the_answer() {
             "DAP2 .ascii",
             "/v1/datasets/big/dap.ascii?tas[0:2047][0:4095]".to_string(),
         ),
+        (
+            "DAP4 .dap",
+            "/v1/datasets/big/dap4.dap?dap4.ce=/tas%5B0:2047%5D%5B0:4095%5D".to_string(),
+        ),
     ];
     // Warm: metadata and coordinates.
     assert_eq!(fetch(&base, "/v1/datasets/big/data/tas?select=0,0").await.0, 200);

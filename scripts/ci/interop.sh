@@ -2,20 +2,20 @@
 # Stage interop: fixtures freshly written by zarr-python and tensorstore
 # (verified by both), the Rust suites on them, then zarr-python, numpy.load
 # schemathesis, the explorer in headless Chromium, the map clients (GDAL,
-# Leaflet, OpenLayers, QGIS), the DAP2 clients (ncdump, netCDF4, xarray,
-# pydap), the file clients (pandas, netCDF4, xarray, rasterio) against a
+# Leaflet, OpenLayers, QGIS), the DAP2 and DAP4 clients (ncdump, netCDF4,
+# xarray, pydap), the file clients (pandas, netCDF4, xarray, rasterio) against a
 # running server, and identity against a real OpenID provider.
 source "$(dirname "$0")/lib.sh"
 step "interop: fresh fixtures from zarr-python and tensorstore, the Rust suites on them"
 ensure_fixtures
-cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test formats --test edr --test writes
+cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test dap4 --test formats --test edr --test writes
 step "interop: the service over HTTP: zarr-python through the passthrough, numpy.load, schemathesis"
 ensure_server_binary
 start_server "$ZARR_FIXTURES/data.zarr"
 "$PY" -m pytest -q tests/python
 echo "explorer screenshot (headless Chromium): ${ZS_ARTIFACTS:-$ROOT/artifacts}/explorer-array.png"
 echo "map clients' pictures (GDAL, Leaflet, OpenLayers, QGIS): ${ZS_ARTIFACTS:-$ROOT/artifacts}/map-*.png"
-step "interop: OPeNDAP DAP2 (ncdump, netCDF4, xarray, pydap) and CSV/NetCDF/GeoTIFF downloads (pandas, netCDF4, xarray, ncdump, rasterio)"
+step "interop: OPeNDAP DAP2 and DAP4 (ncdump, netCDF4, xarray, pydap) and CSV/NetCDF/GeoTIFF downloads (pandas, netCDF4, xarray, ncdump, rasterio)"
 "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/dap
 step "interop: Icechunk repositories and kerchunk references written by icechunk-python, xarray, netCDF4 and kerchunk"
 ZS_SERVER_BIN=$SERVER_BIN "${ZS_VENV_DAP:-$ROOT/.venv-dap}/bin/python" -m pytest -q -p no:cacheprovider tests/icechunk

@@ -85,7 +85,7 @@ stop_server() {
 store_suites() {  # store_suites URL [extra cargo test args]
   export ZARR_FIXTURES_STORE=$1
   shift
-  cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test formats --test edr "$@"
+  cargo test "${CARGO_PROFILE[@]}" --test storage --test interop --test http --test dap2 --test dap4 --test formats --test edr "$@"
   start_server "$ZARR_FIXTURES_STORE"
   # The v2 view and listings read through the engine like any route: checked
   # once, locally, in the interop stage.

@@ -10,6 +10,7 @@
 //! - [`ascii`]: OPeNDAP DAP2's ASCII rows of an array.
 //! - `coverage_json`: CoverageJSON documents (EDR).
 //! - [`csv`]: one row per element, its labels then its value.
+//! - [`dap4`]: OPeNDAP DAP4's chunked data (little-endian, checksums).
 //! - `geojson`: GeoJSON FeatureCollections of points, written as they go (EDR).
 //! - [`geotiff`]: a one-band GeoTIFF of a 2-D result on a regular grid.
 //! - [`json`]: the JSON document of a region.
@@ -27,6 +28,7 @@ use bytes::Bytes;
 pub mod ascii;
 pub(crate) mod coverage_json;
 pub mod csv;
+pub mod dap4;
 pub(crate) mod geojson;
 pub mod geotiff;
 pub mod json;
@@ -49,6 +51,13 @@ pub trait Encoder: Send + Sync + 'static {
     /// (counted in C order). Whole items only: see [`Encoder::piece_elements`].
     /// Damaged elements (invalid text) are an error saying what is wrong.
     fn elements(&self, start: u64, data: Bytes) -> Result<Bytes, String>;
+
+    /// [`Encoder::elements`] as pieces sent one after the other: a format
+    /// that frames elements as they are (DAP4's chunks) gives its frames
+    /// and slices of `data`, copying nothing.
+    fn element_pieces(&self, start: u64, data: Bytes) -> Result<Vec<Bytes>, String> {
+        Ok(vec![self.elements(start, data)?])
+    }
 
     /// The bytes after the last element.
     fn tail(&self) -> Bytes {

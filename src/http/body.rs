@@ -23,6 +23,19 @@ pub(crate) struct Part {
     pub(crate) encoder: Arc<dyn Encoder>,
 }
 
+/// The versions of the keys under `plan`'s array among `all` (what one
+/// part of an answer of several arrays is pinned to).
+pub(crate) fn own_versions(plan: &ReadPlan, all: &Versions) -> Versions {
+    let prefix = match plan.node().path.as_str() {
+        "" => String::new(),
+        path => format!("{path}/"),
+    };
+    all.range(prefix.clone()..)
+        .take_while(|(key, _)| key.starts_with(&prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// The body of `head`, then of each part its encoder's head, its slabs as
 /// they are read (the next read while the previous is written; text
 /// encoded off the async workers, in pieces, so memory stays bounded) and
@@ -108,8 +121,12 @@ async fn send_encoded(
     size: usize,
 ) -> Result<bool, String> {
     let Some(piece) = encoder.piece_elements() else {
-        let encoded = encoder.elements(start, slab)?;
-        return Ok(tx.send(Ok(encoded)).await.is_ok());
+        for encoded in encoder.element_pieces(start, slab)? {
+            if tx.send(Ok(encoded)).await.is_err() {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
     };
     let step = (piece as usize * size).max(1);
     for at in (0..slab.len()).step_by(step) {

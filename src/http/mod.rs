@@ -6,6 +6,7 @@ mod body;
 mod caller;
 mod conditional;
 mod dap2;
+mod dap4;
 mod data;
 mod edr;
 mod encoders;
@@ -140,5 +141,41 @@ pub fn routes() -> Router<Arc<AppState>> {
         .merge(wms::routes())
         .merge(wmts::routes())
         .merge(dap2::routes())
+        .merge(dap4::routes())
+        .merge(dap_files())
         .merge(edr::routes())
+}
+
+/// `/v1/datasets/{ds}/dap.{suffix}` (DAP2) and `/v1/datasets/{ds}/dap4.{suffix}`
+/// (DAP4): the root group's answers share one route; each is admitted and
+/// answered, errors included, as its protocol does.
+fn dap_files() -> Router<Arc<AppState>> {
+    use axum::extract::{Request, State};
+    use axum::handler::Handler;
+    use axum::middleware::Next;
+    use axum::response::Response;
+    fn is_dap4(request: &Request) -> bool {
+        request
+            .uri()
+            .path()
+            .rsplit('/')
+            .next()
+            .is_some_and(|file| file.starts_with("dap4."))
+    }
+    async fn answer(State(state): State<Arc<AppState>>, request: Request) -> Response {
+        match is_dap4(&request) {
+            true => dap4::root_file.call(request, state).await,
+            false => dap2::root_file.call(request, state).await,
+        }
+    }
+    async fn admitted(request: Request, next: Next) -> Response {
+        match is_dap4(&request) {
+            true => admit(request, next, |e| dap4::dap4_error(ApiError::Engine(e))).await,
+            false => admit(request, next, |e| dap2::dap_error(ApiError::Engine(e))).await,
+        }
+    }
+    Router::new()
+        .route("/v1/datasets/{ds}/{file}", get(answer).head(answer))
+        .route_layer(axum::middleware::from_fn(admitted))
+        .layer(compression())
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::http::{header, HeaderMap, HeaderValue};
 
-use super::{dap2, ApiError};
+use super::{dap2, dap4, ApiError};
 use crate::config::Config;
 use crate::engine::{Dataset, Resources, WriteOptions};
 use crate::identity::{Caller, Grants, Identity, Permission, RateLimits, TrustedProxies};
@@ -49,6 +49,8 @@ pub struct AppState {
     pub(super) edr_max_polygon_vertices: u32,
     /// DAP2 datasets of groups, kept for `metadata_ttl`.
     pub(super) dap_models: dap2::Models,
+    /// DAP4 datasets of groups, kept for `metadata_ttl`.
+    pub(super) dap4_models: dap4::Models,
     pub(super) compress_max_bytes: u64,
     pub(super) request_timeout: Duration,
     pub(super) cors_origins: Vec<String>,
@@ -98,6 +100,10 @@ impl AppState {
             edr_max_polygon_vertices: config.edr_max_polygon_vertices,
             answer_lengths: moka::sync::Cache::new(100_000),
             dap_models: moka::future::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
+                .build(),
+            dap4_models: moka::future::Cache::builder()
                 .max_capacity(1_000)
                 .time_to_live(Duration::from_secs_f64(config.metadata_ttl_secs.max(1.0)))
                 .build(),

@@ -31,7 +31,7 @@ use bytes::Bytes;
 
 use self::constraint::{Leaf, Projection};
 use self::model::{DapDataset, Variable};
-use super::body::{stream_parts, Part};
+use super::body::{own_versions, stream_parts, Part};
 use super::conditional::strong_etag;
 use super::problem::ApiError;
 use super::respond::{self as pipeline, Checked};
@@ -53,8 +53,6 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/datasets/{ds}/dap", get(root).head(root))
         .route("/v1/datasets/{ds}/dap/", get(root).head(root))
-        // `dap.dds`, `dap.html`, ...: any suffix gets a DAP2 answer.
-        .route("/v1/datasets/{ds}/{file}", get(root_file).head(root_file))
         .route("/v1/datasets/{ds}/dap/{*rest}", get(group).head(group))
         .route_layer(axum::middleware::from_fn(|request, next| {
             super::admit(request, next, |e| dap_error(ApiError::Engine(e)))
@@ -110,9 +108,10 @@ async fn root(State(state): State<Arc<AppState>>, Path(ds): Path<String>, sent: 
     respond(&state, ds, String::new(), "", sent).await
 }
 
-/// `/v1/datasets/{ds}/dap.{suffix}`: the root group; any other file name
-/// is no route.
-async fn root_file(
+/// `/v1/datasets/{ds}/dap.{suffix}`: the root group (`dap.dds`,
+/// `dap.html`, ...: any suffix gets a DAP2 answer); any other file name is
+/// no route.
+pub(super) async fn root_file(
     State(state): State<Arc<AppState>>,
     Path((ds, file)): Path<(String, String)>,
     sent: Sent,
@@ -133,7 +132,7 @@ async fn group(State(state): State<Arc<AppState>>, Path((ds, rest)): Path<(Strin
 }
 
 /// What a client sent besides the path.
-struct Sent {
+pub(super) struct Sent {
     caller: Caller,
     query: Option<String>,
     method: Method,
@@ -413,18 +412,6 @@ impl Reads {
     }
 }
 
-/// The versions of the keys under `plan`'s array.
-fn own_versions(plan: &ReadPlan, all: &Versions) -> Versions {
-    let prefix = match plan.node().path.as_str() {
-        "" => String::new(),
-        path => format!("{path}/"),
-    };
-    all.range(prefix.clone()..)
-        .take_while(|(key, _)| key.starts_with(&prefix))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
 /// The DAP2 headers clients look for.
 fn with_dap_headers(mut response: Response, description: &'static str) -> Response {
     let headers = response.headers_mut();
@@ -441,7 +428,7 @@ fn with_dap_headers(mut response: Response, description: &'static str) -> Respon
 /// An error as DAP2 sends it: `Error { code = N; message = "..."; };`
 /// with the contract's status (and its `Retry-After` or
 /// `WWW-Authenticate`).
-fn dap_error(error: ApiError) -> Response {
+pub(super) fn dap_error(error: ApiError) -> Response {
     let status = error.status();
     let message = text::quoted(&error.to_string());
     let mut response = error.into_response();

@@ -660,6 +660,17 @@ fn api_links(ds: &str, path: &str, array_format: Option<u64>) -> String {
             escape(&dap),
             escape(&dap),
         );
+        let dap4 = match path.as_str() {
+            "" => format!("/v1/datasets/{ds}/dap4"),
+            p => format!("/v1/datasets/{ds}/dap4/{p}"),
+        };
+        let _ = write!(
+            links,
+            "<li>OPeNDAP DAP4 dataset <code>{}</code> (<code>dap4://</code> in netCDF-C): <a href=\"{}.dmr\">DMR</a>, <a href=\"{}.dsr\">DSR</a></li>",
+            escape(&dap4),
+            escape(&dap4),
+            escape(&dap4),
+        );
         // The dataset's maps: every geo variable a WMTS layer.
         let wmts = format!("/v1/datasets/{ds}/wmts/1.0.0/WMTSCapabilities.xml");
         let _ = write!(

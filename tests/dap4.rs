@@ -24,6 +24,8 @@ async fn get(server: &Server, path: &str) -> reqwest::Response {
 struct Dap {
     dmr: String,
     data: Vec<u8>,
+    /// The DMR chunk's flags.
+    flags: u8,
 }
 
 /// Take a chunked body apart, checking its framing: every chunk
@@ -58,6 +60,7 @@ fn parse(body: &[u8]) -> Dap {
     Dap {
         dmr,
         data: chunks[1..].iter().flat_map(|(_, c)| c.iter().copied()).collect(),
+        flags: chunks[0].0,
     }
 }
 
@@ -517,9 +520,15 @@ async fn constraints_project_slice_and_constrain_dimensions() {
         body.dmr
     );
     assert!(!body.dmr.contains("<Float"), "{}", body.dmr);
-    // Without checksums: the data alone, ending with an empty END chunk.
+    // Without checksums: the data alone, ending with an empty END chunk;
+    // the DMR's chunk says so (0x08, which netCDF-C 4.9.0 looks for).
     let body = dap(&server, "/v1/datasets/geo/dap4.dap?dap4.ce=/lat&dap4.checksum=false").await;
     assert_eq!(body.data, common::geo::f64s(&common::geo::LATS));
+    assert_eq!(body.flags & 0x08, 0x08);
+    assert_eq!(
+        dap(&server, "/v1/datasets/geo/dap4.dap?dap4.ce=/lat").await.flags & 0x08,
+        0
+    );
 }
 
 #[tokio::test]
@@ -542,6 +551,7 @@ async fn bad_requests_are_dap4_errors() {
             "not a shared dimension",
         ),
         ("/v1/datasets/geo/dap4.dap?dap4.checksum=maybe", 400, "true or false"),
+        ("/v1/datasets/geo/dap4.dap?dap4.ce=/lat;lat%5B0%5D", 400, "twice"),
         ("/v1/datasets/geo/dap4/tas.dmr", 400, "is an array"),
         ("/v1/datasets/geo/dap4/nosuch.dmr", 404, ""),
         ("/v1/datasets/nosuch/dap4.dmr", 404, ""),

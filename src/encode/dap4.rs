@@ -24,6 +24,10 @@ pub const END: u8 = 0x01;
 pub const ERROR: u8 = 0x02;
 /// The payload's numbers are little-endian.
 pub const LITTLE_ENDIAN: u8 = 0x04;
+/// On the DMR's chunk: no checksums follow the variables. Not in the DAP4
+/// specification, but netCDF-C 4.9.0 assumes checksums unless it is set
+/// (its `CHECKSUMHACK`); later netCDF-C and pydap ignore it.
+pub const NO_CHECKSUMS: u8 = 0x08;
 /// The largest payload of one chunk (its length has 24 bits).
 pub const MAX_CHUNK: usize = (1 << 24) - 1;
 /// The payload of the chunks a run of elements is cut into: 8 MiB, so
@@ -155,13 +159,26 @@ fn put_header(out: &mut BytesMut, flags: u8, length: usize) {
     out.put_slice(&[flags, n[1], n[2], n[3]]);
 }
 
-/// The first chunk of a `.dap` body: the DMR, `\r\n`; [`END`] too when no
-/// variable follows.
-pub fn dmr_chunk(dmr: &str, last: bool) -> Bytes {
+/// The first chunk of a `.dap` body: the DMR, `\r\n`, in one chunk (clients
+/// read the DMR from the first chunk alone: `None` when it is larger than a
+/// chunk); [`END`] too when no variable follows, [`NO_CHECKSUMS`] without
+/// checksums.
+pub fn dmr_chunk(dmr: &str, last: bool, checksums: bool) -> Option<Bytes> {
     let text = format!("{dmr}\r\n");
-    let mut out = BytesMut::with_capacity(text.len() + 8);
-    append_chunks(text.as_bytes(), if last { END } else { 0 }, &mut out);
-    out.freeze()
+    if text.len() > MAX_CHUNK {
+        return None;
+    }
+    let mut flags = LITTLE_ENDIAN;
+    if last {
+        flags |= END;
+    }
+    if !checksums {
+        flags |= NO_CHECKSUMS;
+    }
+    let mut out = BytesMut::with_capacity(text.len() + 4);
+    put_header(&mut out, flags, text.len());
+    out.put_slice(text.as_bytes());
+    Some(out.freeze())
 }
 
 /// Append the elements of `data` (little-endian `data_type`, or the
@@ -297,10 +314,12 @@ impl Encoder for Dap4Array {
         None
     }
 
-    /// Elements that must be converted (text, float16, counts of another
-    /// unit) go in pieces off the async workers.
+    /// Elements that must be converted (float16, counts of another unit,
+    /// fixed-size text) go in pieces off the async workers; variable-length
+    /// strings, whose items a fixed cut would split, as the slab comes.
     fn piece_elements(&self) -> Option<u64> {
-        (!sent_as_stored(self.data_type)).then_some(1 << 18)
+        let pieces = !sent_as_stored(self.data_type) && self.data_type != DataType::String;
+        pieces.then_some(1 << 18)
     }
 }
 
@@ -355,6 +374,16 @@ mod tests {
             );
         }
         assert_eq!(Dap4Array::whole_length(DataType::String, 3, true, true), None);
+        // Variable-length strings are never cut at a fixed size.
+        assert_eq!(Dap4Array::new(DataType::String, true, true).piece_elements(), None);
+        assert!(Dap4Array::new(DataType::Float16, true, true).piece_elements().is_some());
+        // The DMR is one chunk, flagged when no checksums follow.
+        let dmr = dmr_chunk("<Dataset/>", false, false).unwrap();
+        assert_eq!(
+            chunks(&dmr),
+            [(LITTLE_ENDIAN | NO_CHECKSUMS, b"<Dataset/>\r\n".to_vec())]
+        );
+        assert!(dmr_chunk(&"x".repeat(MAX_CHUNK), false, true).is_none());
     }
 
     #[test]

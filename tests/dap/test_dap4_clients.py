@@ -164,6 +164,20 @@ def test_ncdump_prints_strings_and_cf_times():
     assert got == [int(v) for v in days.astype("i8").ravel()]
 
 
+def test_netcdf_c_reads_without_checksums_when_the_url_says_so():
+    """`?dap4.checksum=false` on a dap4:// URL reaches the server, which
+    then sends none and says so on the DMR's chunk (netCDF-C 4.9.0 assumes
+    checksums unless flagged; the netCDF-C of netCDF4-python reads the
+    parameter)."""
+    url = dap4_url("climate") + "?dap4.checksum=false"
+    lat = zarr.open_array(STORES["climate"] / "lat", mode="r")[...]
+    text = run_ncdump("-v", "lat", url)
+    assert [float(v) for v in ncdump_values(text, "lat")] == list(lat)
+    ds = netCDF4.Dataset(url)
+    assert np.array_equal(ds["lat"][...], lat)
+    ds.close()
+
+
 # --- netCDF4-python on every fixture group ---------------------------------------
 
 

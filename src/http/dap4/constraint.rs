@@ -107,7 +107,9 @@ impl Projection {
                         "" => None,
                         rest => Some(hyperslabs(rest, &sizes).map_err(|e| format!("'{fqn}': {e}"))?),
                     };
-                    named.retain(|(v, _)| *v != var);
+                    if named.iter().any(|(v, _)| *v == var) {
+                        return Err(format!("'{fqn}' is projected twice; name each variable once"));
+                    }
                     named.push((var, slices));
                 }
             }
@@ -265,6 +267,18 @@ fn slice(body: &str, size: u64) -> Result<Option<Slice>, String> {
         ),
         _ => return Err(format!("[{body}] is not a hyperslab [start:stride:stop]")),
     };
+    if size == 0 {
+        // Nothing to pick: what a client asks of an empty dimension (pydap
+        // asks [0:1:2^63-2]) picks nothing, from 0.
+        return match start {
+            0 => Ok(Some(Slice {
+                start: 0,
+                stride: stride.max(1),
+                count: 0,
+            })),
+            _ => Err(format!("[{body}] is outside a dimension of size 0")),
+        };
+    }
     let Some(stop) = stop else {
         return Err(format!("[{body}] is outside a dimension of size 0"));
     };
@@ -328,6 +342,16 @@ mod tests {
         assert!(s("0:0:4").is_err());
         assert!(s("-1").is_err());
         assert!(s("a:b").is_err());
+        let empty = slice("0:1:9223372036854775806", 0);
+        assert_eq!(
+            empty,
+            Ok(Some(Slice {
+                start: 0,
+                stride: 1,
+                count: 0
+            }))
+        );
+        assert!(slice("1", 0).is_err());
         assert!(hyperslabs("[0][1]", &[3]).is_err());
         assert!(hyperslabs("[0]", &[3, 4]).is_err());
         assert_eq!(hyperslabs("[0] [1:2]", &[3, 4]).unwrap().len(), 2);

@@ -90,7 +90,7 @@ fn group_body(out: &mut String, dataset: &Dap4Dataset, projection: &Projection, 
         let _ = writeln!(out, "{pad}</Group>");
     }
     if let Some(map) = group.attributes.as_object() {
-        for (name, value) in map.iter().filter(|(name, _)| !name.is_empty()) {
+        for (name, value) in map.iter().filter(|(name, _)| !name.is_empty() && !reserved(name)) {
             if let Some(element) = attribute(name, value) {
                 let _ = writeln!(out, "{pad}{element}");
             }
@@ -98,11 +98,28 @@ fn group_body(out: &mut String, dataset: &Dap4Dataset, projection: &Projection, 
     }
 }
 
-/// Attributes the DMR already says (xarray's dimension names) or that a
-/// datetime's CF units replace.
+/// Attributes the DMR already says (xarray's dimension names), that a
+/// datetime's CF units replace, or that clients keep for themselves.
 fn hidden(var: &Variable, name: &str) -> bool {
-    let time = matches!(var.data_type, DataType::DateTime64(_) | DataType::TimeDelta64(_));
-    name == "_ARRAY_DIMENSIONS" || (time && matches!(name, "units" | "calendar" | "_FillValue" | "missing_value"))
+    let time = is_time(var.data_type);
+    name == "_ARRAY_DIMENSIONS"
+        || reserved(name)
+        || (time && matches!(name, "units" | "calendar" | "_FillValue" | "missing_value"))
+}
+
+fn is_time(data_type: DataType) -> bool {
+    matches!(data_type, DataType::DateTime64(_) | DataType::TimeDelta64(_))
+}
+
+/// Names clients reserve: DAP4's own (netCDF-C compares a
+/// `_DAP4_Checksum_CRC32` with the data's; pydap reads the DMR differently
+/// when the root has `_DAP4_Little_Endian` or `_dap4.ce`) and netCDF-4's,
+/// which netCDF-C refuses to define.
+fn reserved(name: &str) -> bool {
+    name.starts_with("_DAP4_")
+        || name.starts_with("_dap4")
+        || name.starts_with("_Netcdf4")
+        || matches!(name, "_NCProperties" | "_IsNetcdf4" | "_SuperblockVersion" | "_Format")
 }
 
 /// Attributes typed as the variable: fill and valid values.
@@ -122,12 +139,14 @@ pub(super) fn variable_attributes(var: &Variable) -> Vec<String> {
             continue;
         }
         out.extend(match typed_as_variable(name) {
+            // netCDF-C takes one fill value, not a list.
+            true if name == "_FillValue" && value.as_array().is_some_and(|a| a.len() != 1) => None,
             true => typed_attribute(var, name, value),
             false => attribute(name, value),
         });
     }
     let has = |name: &str| map.is_some_and(|m| m.contains_key(name));
-    if !has("_FillValue") && !var.v2_fill.is_null() {
+    if !has("_FillValue") && !var.v2_fill.is_null() && !is_time(var.data_type) {
         out.extend(typed_attribute(var, "_FillValue", &var.v2_fill));
     }
     let text = |name: &str, value: &str| element(name, "String", &[escape(value)]);

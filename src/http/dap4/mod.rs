@@ -279,7 +279,15 @@ impl Request<'_> {
                 dataset.plan_node(var.node.clone(), &Selection::of_strided(&slices))?,
             ));
         }
-        let head = encoding::dmr_chunk(&dmr, reads.is_empty());
+        let head = encoding::dmr_chunk(&dmr, reads.is_empty(), checksum).ok_or_else(|| {
+            ApiError::Rejected(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the DMR of this answer is {} bytes, more than a DAP4 chunk holds; project fewer variables with dap4.ce",
+                    dmr.len()
+                ),
+            )
+        })?;
         let streamed = pipeline::streams(dataset, reads.iter().map(|(_, plan)| plan));
         // Read whole, each variable is one run of chunks: its length is
         // known before reading (but for text).

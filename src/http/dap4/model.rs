@@ -55,11 +55,14 @@ pub(in crate::http) struct Group {
 }
 
 impl Group {
-    /// A member's fully qualified name.
+    /// A member's fully qualified name. Names are joined as they are: no
+    /// Structures are served, so a `.` is never a field separator, and pydap
+    /// matches names without unescaping them (a Zarr name has no `/`; a
+    /// dimension's `/` is made `_`).
     pub(super) fn member_fqn(&self, name: &str) -> String {
         match self.fqn.as_str() {
-            "/" => format!("/{}", escape_name(name)),
-            fqn => format!("{fqn}/{}", escape_name(name)),
+            "/" => format!("/{name}"),
+            fqn => format!("{fqn}/{name}"),
         }
     }
 }
@@ -124,7 +127,12 @@ impl Dap4Dataset {
                 let array = dataset.node(&child.path).await?;
                 arrays.extend(Array::of(&child.name, array));
             }
-            self.add_variables(index, arrays);
+            let groups: Vec<&str> = children
+                .iter()
+                .filter(|c| c.node_type == "group")
+                .map(|c| c.name.as_str())
+                .collect();
+            self.add_variables(index, arrays, &groups);
             for child in children.iter().filter(|c| c.node_type == "group") {
                 let group = dataset.node(&child.path).await?;
                 let fqn = self.groups[index].member_fqn(&child.name);
@@ -137,8 +145,8 @@ impl Dap4Dataset {
 
     /// The variables of group `group`, their dimensions shared by name (one
     /// size a name: see [`distinct_dimensions`]), their maps found.
-    fn add_variables(&mut self, group: usize, mut arrays: Vec<Array>) {
-        distinct_dimensions(&mut arrays);
+    fn add_variables(&mut self, group: usize, mut arrays: Vec<Array>, subgroups: &[&str]) {
+        distinct_dimensions(&mut arrays, subgroups);
         let first = self.variables.len();
         let dims = &mut self.groups[group].dims;
         for array in arrays {
@@ -222,7 +230,9 @@ impl Array {
             .enumerate()
             .map(|(d, &len)| {
                 let name = names.get(d).cloned().flatten().unwrap_or_else(|| format!("dim_{d}"));
-                (name, len)
+                // netCDF-C refuses a dimension name with `/`, and it would
+                // read as a group in a fully qualified name.
+                (name.replace('/', "_"), len)
             })
             .collect();
         Some(Self {
@@ -245,8 +255,17 @@ impl Array {
 /// Give each dimension name one size in a group, as a shared dimension
 /// has: where arrays use a name with different sizes, the coordinate's
 /// (else the first array's) keeps the name and the others become
-/// `{name}_{size}` (with `_1`, `_2`... should that be taken too).
-fn distinct_dimensions(arrays: &mut [Array]) {
+/// `{name}_{size}` (with `_1`, `_2`... should that be taken too). A name
+/// of one of the group's `subgroups` becomes `{name}_dim` first: netCDF-C
+/// would look for the dimension inside that group.
+fn distinct_dimensions(arrays: &mut [Array], subgroups: &[&str]) {
+    for array in arrays.iter_mut() {
+        for (name, _) in array.dims.iter_mut() {
+            while subgroups.contains(&name.as_str()) {
+                name.push_str("_dim");
+            }
+        }
+    }
     let mut sizes: HashMap<String, u64> = HashMap::new();
     let order: Vec<usize> = (0..arrays.len())
         .filter(|&i| arrays[i].is_coordinate())
@@ -294,17 +313,4 @@ fn find_maps(variables: &mut [Variable], dims: &[Dimension], first: usize) {
     for (var, maps) in variables.iter_mut().zip(maps) {
         var.maps = maps;
     }
-}
-
-/// A name as it appears in a fully qualified name: `\`, `/` and `.`
-/// escaped with `\`.
-pub(in crate::http) fn escape_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if matches!(c, '\\' | '/' | '.') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }

@@ -277,6 +277,46 @@ def test_geo_variables_show_a_map_that_follows_the_controls(browser):
     assert not console_errors(browser)
 
 
+def test_the_map_draws_coastlines_and_borders_from_the_service_alone(browser):
+    """Natural Earth 1:110m coastlines and borders, built into the binary,
+    drawn over the field (as SVG paths above the tiles), toggled off and on
+    by the layers control; no request of the page leaves the service."""
+    open_page(browser, "/explore/climate/tas")
+    WebDriverWait(browser, 30).until(lambda d: map_tiles_loaded(d) >= 2)
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return document.getElementById('map').dataset.outlines") in ("loaded", "failed"))
+    assert browser.execute_script("return document.getElementById('map').dataset.outlines") == "loaded"
+    counts = browser.execute_script(
+        "const o = document.getElementById('map').zsOutlines; return {coast: o.coast, border: o.border}")
+    # world-atlas 2.0.2's countries-110m: arcs of coasts and of borders between countries
+    assert counts["coast"] > 100 and counts["border"] > 100, counts
+
+    def drawn(kind):
+        return browser.execute_script(
+            "return Array.from(document.querySelectorAll('#map-view path.outline-' + arguments[0]))"
+            ".filter(p => (p.getAttribute('d') || '').length > 100).length", kind)
+
+    assert drawn("coast") >= 1 and drawn("border") >= 1
+    # Above the tiles: the overlay pane is stacked over the tile pane.
+    z = browser.execute_script(
+        "const m = document.getElementById('map').zsMap;"
+        "return [getComputedStyle(m.getPane('overlayPane')).zIndex, getComputedStyle(m.getPane('tilePane')).zIndex]")
+    assert int(z[0]) > int(z[1]), z
+    toggle = browser.find_element(By.CSS_SELECTOR, "#map-view .leaflet-control-layers-overlays input[type=checkbox]")
+    assert "Coastlines and borders" in browser.find_element(By.CSS_SELECTOR, "#map-view .leaflet-control-layers").text
+    toggle.click()
+    WebDriverWait(browser, 10).until(lambda d: drawn("coast") == 0 and drawn("border") == 0)
+    toggle.click()
+    WebDriverWait(browser, 10).until(lambda d: drawn("coast") >= 1)
+    origin = "{0.scheme}://{0.netloc}".format(urlparse(BASE_URL))
+    requested = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name).concat([location.href])")
+    assert any(u.endswith("/explore-assets/countries-110m.json") for u in requested), requested
+    elsewhere = [u for u in requested if not u.startswith(origin + "/")]
+    assert not elsewhere, f"requests that left the service: {elsewhere}"
+    assert not console_errors(browser)
+
+
 def test_arrays_that_are_not_geo_variables_have_no_map(browser):
     open_page(browser, "/explore/sample/temperature")
     assert not browser.find_elements(By.ID, "map")

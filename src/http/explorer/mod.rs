@@ -753,6 +753,12 @@ async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {
             "text/javascript; charset=utf-8",
         ),
         "leaflet.css" => (include_str!("assets/leaflet/leaflet.css"), "text/css; charset=utf-8"),
+        // Natural Earth 1:110m countries and land (public domain) as the
+        // world-atlas 2.0.2 package builds them (ISC, assets/world-atlas/LICENSE), unmodified.
+        "countries-110m.json" => (
+            include_str!("assets/world-atlas/countries-110m.json"),
+            "application/json",
+        ),
         other => return Err(ApiError::NotFound(format!("no explorer asset named '{other}'"))),
     };
     let mut response = (StatusCode::OK, body).into_response();

@@ -3,7 +3,9 @@
 // tiles from its TileJSON; the colour bar is WMS GetLegendGraphic and the
 // value under the cursor WMS GetFeatureInfo. The map follows the preview's
 // controls: the label picked for each other dimension (sel=), the colormap
-// and the rescale range.
+// and the rescale range. Coastlines and borders (Natural Earth 1:110m, from
+// the world-atlas package, built in at /explore-assets/countries-110m.json)
+// are drawn over the field, and can be turned off.
 "use strict";
 
 (function () {
@@ -31,6 +33,7 @@
   map.attributionControl.setPrefix("Leaflet");
   let tiles = null;
   section.zsMap = map; // for the browser tests
+  addOutlines(map, section);
 
   function range() {
     const a = Number(lo.value);
@@ -141,3 +144,86 @@
   }
   update();
 })();
+
+// The arcs of a TopoJSON topology as [lat, lng] lines: quantized positions,
+// each arc's after its first given as differences (the TopoJSON spec).
+function topologyArcs(topology) {
+  const [kx, ky] = topology.transform.scale;
+  const [dx, dy] = topology.transform.translate;
+  return topology.arcs.map((arc) => {
+    let x = 0;
+    let y = 0;
+    return arc.map(([ax, ay]) => {
+      x += ax;
+      y += ay;
+      return [y * ky + dy, x * kx + dx];
+    });
+  });
+}
+
+// A line cut where it is not a coast or a border: where Natural Earth's
+// polygons are closed along the antimeridian or below Antarctica, and
+// where a step crosses the antimeridian (a jump of more than 180 degrees).
+function drawnParts(line) {
+  const edge = (a, b) =>
+    (Math.abs(Math.abs(a[1]) - 180) < 1e-3 && Math.abs(Math.abs(b[1]) - 180) < 1e-3) ||
+    (a[0] < -84.5 && b[0] < -84.5) ||
+    Math.abs(a[1] - b[1]) > 180;
+  const parts = [];
+  let part = [line[0]];
+  for (let i = 1; i < line.length; i++) {
+    if (edge(line[i - 1], line[i])) {
+      if (part.length > 1) {
+        parts.push(part);
+      }
+      part = [];
+    }
+    part.push(line[i]);
+  }
+  if (part.length > 1) {
+    parts.push(part);
+  }
+  return parts;
+}
+
+// The indices of the arcs an object's polygons use (~i is arc i reversed).
+function arcsOf(object) {
+  const used = new Set();
+  const walk = (a) => (Array.isArray(a) ? a.forEach(walk) : used.add(a < 0 ? ~a : a));
+  for (const g of object.geometries) {
+    walk(g.arcs || []);
+  }
+  return used;
+}
+
+// Coastlines (the arcs of land) and borders (the other arcs of countries)
+// over the tiles, repeated a world east and west as the tiles are; an
+// overlay the layers control turns off.
+function addOutlines(map, section) {
+  fetch("/explore-assets/countries-110m.json")
+    .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+    .then((topology) => {
+      const arcs = topologyArcs(topology);
+      const coast = arcsOf(topology.objects.land);
+      const shifted = (line, by) => line.map(([lat, lng]) => [lat, lng + by]);
+      const group = L.layerGroup();
+      for (const [kind, style] of [
+        ["border", { color: "#333", weight: 0.8, opacity: 0.8, dashArray: "3 3" }],
+        ["coast", { color: "#111", weight: 1.2, opacity: 0.9 }],
+      ]) {
+        const chosen = arcs.filter((_, i) => coast.has(i) === (kind === "coast")).flatMap(drawnParts);
+        for (const by of [-360, 0, 360]) {
+          const copy = chosen.map((line) => shifted(line, by));
+          group.addLayer(L.polyline(copy, { ...style, interactive: false, className: "outline-" + kind }));
+        }
+      }
+      group.addTo(map);
+      L.control.layers(null, { "Coastlines and borders": group }, { collapsed: false }).addTo(map);
+      map.attributionControl.addAttribution("Natural Earth");
+      section.zsOutlines = { group: group, coast: coast.size, border: arcs.length - coast.size };
+      section.dataset.outlines = "loaded";
+    })
+    .catch(() => {
+      section.dataset.outlines = "failed";
+    });
+}

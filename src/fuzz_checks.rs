@@ -145,6 +145,14 @@ pub fn dap2_constraint(data: &[u8]) {
     }
 }
 
+/// DAP4 constraint expressions (`dap4.ce`): known variables once each, in
+/// order, positions inside each dimension, a DMR; or an error.
+pub fn dap4_constraint(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        crate::http::check_dap4_constraint(text);
+    }
+}
+
 /// kerchunk reference sets: at most the key limit (here 10,000, so that
 /// each input is quick), spans that are ranges, or an error; never a
 /// panic, an allocation that fails or a stack that overflows.

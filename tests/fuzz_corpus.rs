@@ -71,6 +71,11 @@ fn dap2_constraint_corpus() {
 }
 
 #[test]
+fn dap4_constraint_corpus() {
+    run("dap4_constraint", fuzz_checks::dap4_constraint);
+}
+
+#[test]
 fn kerchunk_corpus() {
     run("kerchunk", fuzz_checks::kerchunk);
 }

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 command -v cargo-fuzz >/dev/null || { echo "no cargo-fuzz: run scripts/ci/setup.sh"; exit 1; }
 step "fuzz smoke: libFuzzer on each target for ${FUZZ_SECONDS:=15} s"
-for target in select zarr_json shard_index codecs wms_params edr_coords dap2_constraint kerchunk; do
+for target in select zarr_json shard_index codecs wms_params edr_coords dap2_constraint dap4_constraint kerchunk; do
   rm -rf "$WORK/fuzz/$target"
   mkdir -p "$WORK/fuzz/$target"
   cp fuzz/corpus/$target/* "$WORK/fuzz/$target/"

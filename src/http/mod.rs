@@ -34,6 +34,7 @@ mod write;
 
 /// The fuzz properties of the protocols' parsers ([`crate::fuzz_checks`]).
 pub(crate) use dap2::check_projection;
+pub(crate) use dap4::check_dap4_constraint;
 pub(crate) use edr::check_wkt;
 pub(crate) use wms::check_frame;
 

@@ -297,6 +297,88 @@ fn slice(body: &str, size: u64) -> Result<Option<Slice>, String> {
     }))
 }
 
+/// The groups and variables the fuzz property parses against: the root's
+/// `lat[3]`, `lon[4]`, `t[lat][lon]` (mapped), `e[none]` of an empty
+/// dimension, a scalar `s`; group `g`'s `x[x]`.
+fn small_dataset() -> Dap4Dataset {
+    use super::model::{Dimension, Group, Variable};
+    let dim = |name: &str, size| Dimension {
+        name: name.into(),
+        size,
+    };
+    let var = |name: &str, group, dims: Vec<usize>, maps: Vec<usize>| Variable {
+        name: name.into(),
+        group,
+        data_type: crate::engine::DataType::Float32,
+        dap: crate::encode::dap4::Dap4Type::Float32,
+        dims,
+        maps,
+        attributes: serde_json::Value::Null,
+        v2_fill: serde_json::Value::Null,
+        node: std::sync::Arc::new(crate::engine::Node::new(name, None, None)),
+    };
+    let group = |name: &str, fqn: &str, dims, variables, groups| Group {
+        name: name.into(),
+        fqn: fqn.into(),
+        dims,
+        variables,
+        groups,
+        attributes: serde_json::Value::Null,
+    };
+    Dap4Dataset {
+        name: "d".into(),
+        groups: vec![
+            group(
+                "",
+                "/",
+                vec![dim("lat", 3), dim("lon", 4), dim("none", 0)],
+                vec![0, 1, 2, 3, 4],
+                vec![1],
+            ),
+            group("g", "/g", vec![dim("x", 5)], vec![5], vec![]),
+        ],
+        variables: vec![
+            var("lat", 0, vec![0], vec![]),
+            var("lon", 0, vec![1], vec![]),
+            var("t", 0, vec![0, 1], vec![0, 1]),
+            var("e", 0, vec![2], vec![]),
+            var("s", 0, vec![], vec![]),
+            var("x", 1, vec![0], vec![]),
+        ],
+    }
+}
+
+/// The fuzz property of [`Projection::parse`] (`fuzz/`, and the committed
+/// corpus in the tests): on [`small_dataset`], any `dap4.ce` picks known
+/// variables once each, in the dataset's order, at positions inside each
+/// dimension (shared dimension constraints too), and its DMR is written;
+/// or it is an error.
+pub(crate) fn check_dap4_constraint(ce: &str) {
+    let dataset = small_dataset();
+    let Ok(projection) = Projection::parse(ce, &dataset) else {
+        return;
+    };
+    let inside = |slice: &Slice, size: u64| {
+        let (_, stop, _) = slice.strided();
+        slice.stride > 0 && (slice.count == 0 || stop <= size)
+    };
+    let mut last = None;
+    for pick in &projection.picks {
+        assert!(last < Some(pick.var), "{ce:?}: order or twice");
+        last = Some(pick.var);
+        let sizes: Vec<u64> = dataset.dims_of(pick.var).map(|(_, _, size)| size).collect();
+        assert_eq!(pick.slices.len(), sizes.len(), "{ce:?}");
+        for (slice, size) in pick.slices.iter().zip(sizes) {
+            assert!(inside(slice, size), "{ce:?}: {slice:?} of {size}");
+        }
+    }
+    for (&(g, d), slice) in &projection.dims {
+        assert!(inside(slice, dataset.groups[g].dims[d].size), "{ce:?}: {slice:?}");
+    }
+    let dmr = super::dmr::dmr(&dataset, &projection);
+    assert!(dmr.starts_with("<?xml") && dmr.ends_with("</Dataset>"), "{ce:?}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +437,35 @@ mod tests {
         assert!(hyperslabs("[0][1]", &[3]).is_err());
         assert!(hyperslabs("[0]", &[3, 4]).is_err());
         assert_eq!(hyperslabs("[0] [1:2]", &[3, 4]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_fuzz_property_holds_on_what_clients_send() {
+        for ce in [
+            "",
+            "/t[0:1:2][0:2:3]",
+            "/lat=[1:2];/t;/lat",
+            "t[][];/g/x[4]",
+            "/e[0:1:9223372036854775806]",
+            "/s",
+        ] {
+            check_dap4_constraint(ce);
+            assert!(Projection::parse(ce, &small_dataset()).is_ok(), "{ce}");
+        }
+        let p = Projection::parse("/lat=[1:2];/t;/lat", &small_dataset()).unwrap();
+        assert!(p.picks.iter().all(|pick| pick.shared) && p.picks.len() == 2);
+        for ce in [
+            "/t[0]",
+            "/nosuch",
+            "/t[3][0]",
+            "/lat;/lat",
+            "max(/t)",
+            "/t|t>1",
+            "/lat=[0];x",
+        ] {
+            check_dap4_constraint(ce);
+            assert!(Projection::parse(ce, &small_dataset()).is_err(), "{ce}");
+        }
     }
 
     #[test]

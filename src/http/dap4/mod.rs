@@ -12,6 +12,7 @@
 //! DAP4 `<Error>` documents with the contract's statuses.
 
 mod constraint;
+pub(crate) use constraint::check_dap4_constraint;
 mod dmr;
 mod model;
 

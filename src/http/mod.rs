@@ -14,6 +14,7 @@ mod explorer;
 mod format;
 mod middleware;
 mod nodes;
+mod opendap;
 mod ops;
 mod passthrough;
 mod picture;

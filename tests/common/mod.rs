@@ -105,3 +105,55 @@ impl Drop for Server {
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
+
+/// A manifest array's expected elements (zarr-python's read), as f64.
+pub fn expected(entry: &serde_json::Value) -> Vec<f64> {
+    let raw = std::fs::read(fixtures().join(entry["expected"].as_str().unwrap())).unwrap();
+    macro_rules! le {
+        ($t:ty) => {
+            raw.chunks_exact(std::mem::size_of::<$t>())
+                .map(|b| <$t>::from_le_bytes(b.try_into().unwrap()) as f64)
+                .collect()
+        };
+    }
+    match entry["data_type"].as_str().unwrap() {
+        "bool" => raw.iter().map(|&b| f64::from(b != 0)).collect(),
+        "uint8" => le!(u8),
+        "int8" => le!(i8),
+        "int16" => le!(i16),
+        "uint16" => le!(u16),
+        "int32" => le!(i32),
+        "uint32" => le!(u32),
+        "int64" => le!(i64),
+        "uint64" => le!(u64),
+        "float16" => raw
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f64())
+            .collect(),
+        "float32" => le!(f32),
+        "float64" => le!(f64),
+        other => panic!("{other}"),
+    }
+}
+
+pub fn same(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+}
+
+/// Elements of a C-order array of `shape` at positions `1, 3, 5, ...` of
+/// every dimension.
+pub fn odd_positions(values: &[f64], shape: &[usize]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let mut rest = i;
+        let mut keep = true;
+        for n in shape.iter().rev() {
+            keep &= rest % n % 2 == 1;
+            rest /= n;
+        }
+        if keep {
+            out.push(*v);
+        }
+    }
+    out
+}

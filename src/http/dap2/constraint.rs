@@ -8,38 +8,7 @@
 
 use super::model::{DapDataset, Variable};
 
-/// The positions picked along one dimension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Slice {
-    pub start: u64,
-    pub stride: u64,
-    pub count: u64,
-}
-
-impl Slice {
-    fn whole(len: u64) -> Self {
-        Self {
-            start: 0,
-            stride: 1,
-            count: len,
-        }
-    }
-
-    /// `start:stop:step` with `stop` exclusive, for the engine.
-    pub(super) fn strided(&self) -> (u64, u64, u64) {
-        let stop = match self.count {
-            0 => self.start,
-            n => self.start + (n - 1) * self.stride + 1,
-        };
-        (self.start, stop, self.stride)
-    }
-
-    /// DAP's inclusive `[start:stride:stop]`.
-    fn text(&self) -> String {
-        let last = self.start + self.count.saturating_sub(1) * self.stride;
-        format!("[{}:{}:{last}]", self.start, self.stride)
-    }
-}
+pub(super) use crate::http::opendap::Slice;
 
 /// One array a response carries: a variable (or a grid's component, the
 /// array or a map, which are variables too) with its positions.

@@ -2,7 +2,6 @@
 //! variables, each a scalar, an `Array`, or a `Grid` whose maps are the
 //! group's 1-D coordinates of its dimensions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -95,16 +94,7 @@ impl DapDataset {
 fn variable(name: &str, node: Arc<Node>) -> Option<Variable> {
     let meta = node.array().ok()?;
     let dap = DapType::of(meta.data_type)?;
-    let names = meta.dimension_names.clone().unwrap_or_default();
-    let dims = meta
-        .shape
-        .iter()
-        .enumerate()
-        .map(|(d, &len)| {
-            let name = names.get(d).cloned().flatten().unwrap_or_else(|| format!("dim_{d}"));
-            (name, len)
-        })
-        .collect();
+    let dims = crate::http::opendap::dimensions(meta);
     let source = node.metadata.as_ref()?;
     let v2_fill = node.v2_fill_value();
     Some(Variable {
@@ -120,32 +110,11 @@ fn variable(name: &str, node: Arc<Node>) -> Option<Variable> {
     })
 }
 
-/// Give each dimension name one length across the dataset: netCDF-C
-/// makes one netCDF dimension of a name, so where arrays use a name
-/// (`dim_0` of unnamed ones, say) with different lengths, the first length
-/// keeps the name and the others become `{name}_{length}` (with `_1`,
-/// `_2`... should that be taken too). Coordinates keep theirs first.
+/// Give each dimension name one length across the dataset (see
+/// [`crate::http::opendap::distinct_dimensions`]).
 fn distinct_dimensions(variables: &mut [Variable]) {
-    let mut lengths: HashMap<String, u64> = HashMap::new();
-    let order: Vec<usize> = (0..variables.len())
-        .filter(|&i| variables[i].is_coordinate())
-        .chain((0..variables.len()).filter(|&i| !variables[i].is_coordinate()))
-        .collect();
-    for i in order {
-        for (name, len) in variables[i].dims.iter_mut() {
-            if lengths.get(name.as_str()).is_some_and(|first| first != len) {
-                let base = format!("{name}_{len}");
-                let mut candidate = base.clone();
-                let mut k = 0;
-                while lengths.get(&candidate).is_some_and(|l| l != len) {
-                    k += 1;
-                    candidate = format!("{base}_{k}");
-                }
-                *name = candidate;
-            }
-            lengths.entry(name.clone()).or_insert(*len);
-        }
-    }
+    let arrays = variables.iter_mut().map(|v| (v.is_coordinate(), &mut v.dims)).collect();
+    crate::http::opendap::distinct_dimensions(arrays);
 }
 
 /// Make a `Grid` of each variable all of whose dimensions have a

@@ -15,38 +15,7 @@ use std::fmt::Write as _;
 
 use super::model::Dap4Dataset;
 
-/// The positions picked along one dimension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Slice {
-    pub start: u64,
-    pub stride: u64,
-    pub count: u64,
-}
-
-impl Slice {
-    fn whole(size: u64) -> Self {
-        Self {
-            start: 0,
-            stride: 1,
-            count: size,
-        }
-    }
-
-    /// `start:stop:step` with `stop` exclusive, for the engine.
-    pub(super) fn strided(&self) -> (u64, u64, u64) {
-        let stop = match self.count {
-            0 => self.start,
-            n => self.start + (n - 1) * self.stride + 1,
-        };
-        (self.start, stop, self.stride)
-    }
-
-    /// DAP's `[start:stride:stop]`, stop inclusive.
-    fn text(&self) -> String {
-        let last = self.start + self.count.saturating_sub(1) * self.stride;
-        format!("[{}:{}:{last}]", self.start, self.stride)
-    }
-}
+pub(super) use crate::http::opendap::Slice;
 
 /// One projected variable and its positions.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,6 @@
 //! readable arrays of DAP4 types), a variable's `Map`s the coordinates of
 //! its dimensions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -223,17 +222,11 @@ impl Array {
     fn of(name: &str, node: Arc<Node>) -> Option<Self> {
         let meta = node.array().ok()?;
         let dap = Dap4Type::of(meta.data_type)?;
-        let names = meta.dimension_names.clone().unwrap_or_default();
-        let dims = meta
-            .shape
-            .iter()
-            .enumerate()
-            .map(|(d, &len)| {
-                let name = names.get(d).cloned().flatten().unwrap_or_else(|| format!("dim_{d}"));
-                // netCDF-C refuses a dimension name with `/`, and it would
-                // read as a group in a fully qualified name.
-                (name.replace('/', "_"), len)
-            })
+        // netCDF-C refuses a dimension name with `/`, and it would read as
+        // a group in a fully qualified name.
+        let dims = crate::http::opendap::dimensions(meta)
+            .into_iter()
+            .map(|(name, len)| (name.replace('/', "_"), len))
             .collect();
         Some(Self {
             name: name.to_string(),
@@ -266,26 +259,8 @@ fn distinct_dimensions(arrays: &mut [Array], subgroups: &[&str]) {
             }
         }
     }
-    let mut sizes: HashMap<String, u64> = HashMap::new();
-    let order: Vec<usize> = (0..arrays.len())
-        .filter(|&i| arrays[i].is_coordinate())
-        .chain((0..arrays.len()).filter(|&i| !arrays[i].is_coordinate()))
-        .collect();
-    for i in order {
-        for (name, size) in arrays[i].dims.iter_mut() {
-            if sizes.get(name.as_str()).is_some_and(|first| first != size) {
-                let base = format!("{name}_{size}");
-                let mut candidate = base.clone();
-                let mut k = 0;
-                while sizes.get(&candidate).is_some_and(|s| s != size) {
-                    k += 1;
-                    candidate = format!("{base}_{k}");
-                }
-                *name = candidate;
-            }
-            sizes.entry(name.clone()).or_insert(*size);
-        }
-    }
+    let arrays = arrays.iter_mut().map(|a| (a.is_coordinate(), &mut a.dims)).collect();
+    crate::http::opendap::distinct_dimensions(arrays);
 }
 
 /// Give each variable of a group all of whose dimensions have a

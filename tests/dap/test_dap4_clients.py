@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import warnings
 import zlib
@@ -61,6 +62,19 @@ CLEAN_GROUPS = ["zarr_python", "tensorstore", "v2", "zarr218", "implicit_parent"
 # What netCDF-C prints as `_` without a `_FillValue`: its default fill of each type.
 NC_FILL = {"int8": -127, "uint8": 255, "bool": -127, "int16": -32767, "uint16": 65535, "int32": -2147483647,
            "uint32": 4294967295, "int64": -9223372036854775806, "uint64": 18446744073709551614}
+
+
+@pytest.fixture(autouse=True)
+def time_limit():
+    """Each test within 180 s: a client thread that waits forever (pydap's
+    fetching thread after an error, say) fails its test, not the stage."""
+    def expired(*_):
+        raise TimeoutError("the test took more than 180 s")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(180)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 def http_url(ds: str, group: str = "") -> str:

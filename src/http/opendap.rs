@@ -1,8 +1,46 @@
-//! What OPeNDAP's two protocols (`dap2/`, `dap4/`) share: the positions a
-//! hyperslab picks along a dimension, an array's dimension names, and one
-//! length per name.
+//! What OPeNDAP's two protocols (`dap2/`, `dap4/`) share: what a request
+//! sent, the positions a hyperslab picks along a dimension, an array's
+//! dimension names, one length per name, and which attributes take the
+//! variable's type.
 
 use std::collections::HashMap;
+
+use axum::extract::FromRequestParts;
+use axum::http::{HeaderMap, Method};
+
+use crate::identity::Caller;
+
+/// What a client sent besides the route's parameters.
+pub(super) struct Sent {
+    pub caller: Caller,
+    pub query: Option<String>,
+    pub method: Method,
+    pub headers: HeaderMap,
+    /// The URL's path.
+    pub path: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Sent {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self {
+            caller: Caller::from_request_parts(parts, state).await?,
+            query: parts.uri.query().map(str::to_string),
+            method: parts.method.clone(),
+            headers: parts.headers.clone(),
+            path: parts.uri.path().to_string(),
+        })
+    }
+}
+
+/// Attributes typed as the variable: fill and valid values.
+pub(super) fn typed_as_variable(name: &str) -> bool {
+    matches!(
+        name,
+        "_FillValue" | "missing_value" | "valid_min" | "valid_max" | "valid_range"
+    )
+}
 
 /// The positions picked along one dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,7 @@ pub(super) type Models = moka::future::Cache<(String, String), Arc<model::DapDat
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -33,6 +33,7 @@ use self::constraint::{Leaf, Projection};
 use self::model::{DapDataset, Variable};
 use super::body::{own_versions, stream_parts, Part};
 use super::conditional::strong_etag;
+use super::opendap::Sent;
 use super::problem::ApiError;
 use super::respond::{self as pipeline, Checked};
 use super::AppState;
@@ -129,27 +130,6 @@ async fn group(State(state): State<Arc<AppState>>, Path((ds, rest)): Path<(Strin
         _ => (rest.clone(), String::new()),
     };
     respond(&state, ds, group, &suffix, sent).await
-}
-
-/// What a client sent besides the path.
-pub(super) struct Sent {
-    caller: Caller,
-    query: Option<String>,
-    method: Method,
-    headers: HeaderMap,
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Sent {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self {
-            caller: Caller::from_request_parts(parts, state).await?,
-            query: parts.uri.query().map(str::to_string),
-            method: parts.method.clone(),
-            headers: parts.headers.clone(),
-        })
-    }
 }
 
 async fn respond(state: &AppState, ds: String, group: String, suffix: &str, sent: Sent) -> Response {

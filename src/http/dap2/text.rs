@@ -12,6 +12,7 @@ use crate::encode::ascii::float_text;
 pub(super) use crate::encode::ascii::quoted;
 use crate::encode::xdr::DapType;
 use crate::engine::{attribute_number, DataType};
+use crate::http::opendap::typed_as_variable;
 
 /// Four spaces a level, as libdap indents.
 const INDENT: &str = "    ";
@@ -96,14 +97,6 @@ pub(super) fn das(dataset: &DapDataset) -> String {
 fn hidden(var: &Variable, name: &str) -> bool {
     let time = matches!(var.data_type, DataType::DateTime64(_) | DataType::TimeDelta64(_));
     name == "_ARRAY_DIMENSIONS" || (time && matches!(name, "units" | "calendar"))
-}
-
-/// Attributes typed as the variable: fill and valid values.
-fn typed_as_variable(name: &str) -> bool {
-    matches!(
-        name,
-        "_FillValue" | "missing_value" | "valid_min" | "valid_max" | "valid_range"
-    )
 }
 
 /// One variable's attribute lines.

@@ -19,6 +19,7 @@ use super::model::{Dap4Dataset, Variable};
 use crate::encode::dap4::Dap4Type;
 use crate::encode::xml::escape;
 use crate::engine::DataType;
+use crate::http::opendap::typed_as_variable;
 
 /// DAP4's XML namespace.
 const NAMESPACE: &str = "http://xml.opendap.org/ns/DAP/4.0#";
@@ -120,14 +121,6 @@ fn reserved(name: &str) -> bool {
         || name.starts_with("_dap4")
         || name.starts_with("_Netcdf4")
         || matches!(name, "_NCProperties" | "_IsNetcdf4" | "_SuperblockVersion" | "_Format")
-}
-
-/// Attributes typed as the variable: fill and valid values.
-fn typed_as_variable(name: &str) -> bool {
-    matches!(
-        name,
-        "_FillValue" | "missing_value" | "valid_min" | "valid_max" | "valid_range"
-    )
 }
 
 /// One variable's `Attribute` elements.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method};
+use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -34,6 +34,7 @@ use self::constraint::Projection;
 use self::model::Dap4Dataset;
 use super::body::{own_versions, stream_parts, Part};
 use super::conditional::strong_etag;
+use super::opendap::Sent;
 use super::problem::ApiError;
 use super::respond::{self as pipeline, Checked};
 use super::AppState;
@@ -41,7 +42,6 @@ use crate::encode::dap4::{self as encoding, Dap4Array};
 use crate::encode::xml::escape;
 use crate::encode::Encoder;
 use crate::engine::{Dataset, ReadPlan, Selection};
-use crate::identity::Caller;
 
 /// The DMR's media type.
 const DMR_TYPE: &str = "application/vnd.opendap.dap4.dataset-metadata+xml";
@@ -105,29 +105,6 @@ impl Answer {
             Self::Dap => "dap4_data",
             Self::Dsr => "dap4_dsr",
         }
-    }
-}
-
-/// What a client sent besides the path.
-pub(super) struct Sent {
-    caller: Caller,
-    query: Option<String>,
-    method: Method,
-    headers: HeaderMap,
-    path: String,
-}
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Sent {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self {
-            caller: Caller::from_request_parts(parts, state).await?,
-            query: parts.uri.query().map(str::to_string),
-            method: parts.method.clone(),
-            headers: parts.headers.clone(),
-            path: parts.uri.path().to_string(),
-        })
     }
 }
 
@@ -321,10 +298,14 @@ impl Request<'_> {
             let mut body = BytesMut::from(&head[..]);
             for (i, (data_type, plan)) in reads.iter().enumerate() {
                 let (data, _) = dataset.read_pinned(plan, Some(ready.versions())).await?;
-                let encoded = encoder(i, *data_type)
-                    .whole(data)
+                // Framed as a stream frames a slab: copied once, into the body.
+                let array = encoder(i, *data_type);
+                let pieces = array
+                    .element_pieces(0, data)
                     .map_err(|e| ApiError::Engine(crate::engine::Error::corrupt(plan.node().path.clone(), e)))?;
-                body.extend_from_slice(&encoded);
+                for piece in pieces.iter().chain([&array.tail()]) {
+                    body.extend_from_slice(piece);
+                }
             }
             return Ok(ready.whole(body.freeze()));
         }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::wms::{self, Params, WmsError};
 use super::{ApiError, AppState};
 use crate::encode::xml::escape;
-use crate::engine::geo::{to_mercator as mercator, TileMatrixSet, MERCATOR_HALF, MERCATOR_LATITUDE, TILE_SIZE};
+use crate::engine::geo::{to_mercator, TileMatrixSet, MERCATOR_HALF, MERCATOR_LATITUDE, TILE_SIZE};
 use crate::engine::render::Colormap;
 use crate::engine::{Dataset, GeoVariable};
 use crate::identity::{Caller, Permission};
@@ -469,8 +469,8 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, origin: &str, ds: &str)
     );
     // The box in Web Mercator too (clients such as GDAL take the extent in
     // the set's CRS from it: the poles have none).
-    let [mx0, my0] = mercator(w, s);
-    let [mx1, my1] = mercator(e, n);
+    let [mx0, my0] = to_mercator(w, s);
+    let [mx1, my1] = to_mercator(e, n);
     let _ = write!(
         xml,
         "<ows:BoundingBox crs=\"urn:ogc:def:crs:EPSG::3857\"><ows:LowerCorner>{mx0} {my0}</ows:LowerCorner>\
@@ -559,10 +559,12 @@ fn limits(set: TileMatrixSet, zoom: u8, [w, s, e, n]: [f64; 4]) -> ((u64, u64), 
         }
         TileMatrixSet::WorldCrs84Quad => (90.0 - lat) / 180.0,
     };
-    let span = |first: usize, last: usize| (first as u64, (last as u64).max(first as u64));
-    let (c0, c1) = (index(col(w), cols), index(shy(col(e)), cols));
-    let (r0, r1) = (index(row(n), rows), index(shy(row(s)), rows));
-    (span(c0 as usize, c1 as usize), span(r0 as usize, r1 as usize))
+    // A last tile before the first (a line on a tile's edge) is the first.
+    let span = |first, last| (first, std::cmp::max(first, last));
+    (
+        span(index(col(w), cols), index(shy(col(e)), cols)),
+        span(index(row(n), rows), index(shy(row(s)), rows)),
+    )
 }
 
 /// A `TileMatrixSet` of the contents, with its matrices 0 to `deepest`.
@@ -641,12 +643,12 @@ mod tests {
 
     #[test]
     fn the_mercator_square_ends_at_its_latitude() {
-        let [x, y] = mercator(180.0, 90.0);
+        let [x, y] = to_mercator(180.0, 90.0);
         assert!(
             (x - MERCATOR_HALF).abs() < 1e-6 && (y - MERCATOR_HALF).abs() < 1e-6,
             "{x} {y}"
         );
-        let [x, y] = mercator(-90.0, 0.0);
+        let [x, y] = to_mercator(-90.0, 0.0);
         assert!((x + MERCATOR_HALF / 2.0).abs() < 1e-6 && y.abs() < 1e-6, "{x} {y}");
     }
 }

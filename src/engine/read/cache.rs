@@ -4,8 +4,9 @@
 //!   changed metadata is seen after at most that long;
 //! - shard indexes: sized in bytes, remembering the shard's ETag; reads that
 //!   use a cached index are conditional on that ETag;
-//! - decoded inner chunks of small reads (tiles), keyed by the shard's
-//!   ETag. A read that fetches nothing (its chunks cached or empty) first
+//! - decoded chunks and inner chunks, keyed by the object's ETag, of
+//!   small reads (tiles) and of hot small answers (a series at a point
+//!   asked for again: [`Keep`]). A read that fetches nothing (its chunks cached or empty) first
 //!   asks the store for the shard's current ETag (a HEAD; a stat on local
 //!   disks), so a rewritten shard's chunks are never served; a read that
 //!   fetches any range is conditional on that ETag anyway.
@@ -52,6 +53,56 @@ pub(crate) struct CachedIndex {
     pub(crate) etag: Option<String>,
 }
 
+/// Reads that decode at most this many bytes of chunks keep them all in
+/// the decoded-chunk cache (a tile, a few points).
+pub(crate) const CACHEABLE_READ_BYTES: u64 = 4 << 20;
+
+/// Reads answering at most this many bytes that decode more than
+/// [`CACHEABLE_READ_BYTES`] (a point's series through many chunks, an EDR
+/// position, GetFeatureInfo) keep only the chunks asked for before.
+pub(crate) const SMALL_ANSWER_BYTES: u64 = 1 << 20;
+
+/// Chunks (by dataset, key and inner index) remembered as asked for by a
+/// small answer, for [`Keep::Hot`].
+const SEEN_CHUNKS: u64 = 1 << 16;
+
+/// Which of its decoded chunks a read keeps in the decoded-chunk cache.
+///
+/// A scan (a wide region, a big answer) keeps none, so it never evicts
+/// what small reads reuse. A small read (a tile) keeps all. A small answer
+/// that decodes much (a series) keeps a chunk the second time it is asked
+/// for, so a position asked for once costs the cache nothing, and one
+/// asked for again stays decoded; whether it then displaces what is there
+/// is moka's TinyLFU admission: by how often each was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Keep nothing.
+    Never,
+    /// Keep every chunk.
+    All,
+    /// Keep the chunks asked for before ([`Caches::asked_before`]).
+    Hot,
+}
+
+impl Keep {
+    /// The rule for a read that decodes `decoded` bytes of chunks into an
+    /// answer of `answer` bytes (`None`: a read in several slabs, or the
+    /// cache off). Chunks of variable-length elements are never kept (their
+    /// decoded size is not known up front).
+    pub(crate) fn rule(answer: Option<u64>, variable: bool, decoded: u64) -> Keep {
+        let Some(answer) = answer.filter(|_| !variable) else {
+            return Keep::Never;
+        };
+        if decoded <= CACHEABLE_READ_BYTES {
+            Keep::All
+        } else if answer <= SMALL_ANSWER_BYTES {
+            Keep::Hot
+        } else {
+            Keep::Never
+        }
+    }
+}
+
 /// (dataset, key)
 pub(crate) type CacheKey = (Arc<str>, String);
 
@@ -73,6 +124,8 @@ pub struct Caches {
     pub(crate) nodes: Cache<CacheKey, Arc<Node>>,
     pub(crate) shard_indexes: Cache<CacheKey, Arc<CachedIndex>>,
     pub(crate) decoded_chunks: Cache<ChunkKey, bytes::Bytes>,
+    /// Hashes of the chunks small answers asked for ([`Keep::Hot`]).
+    seen: moka::sync::Cache<u64, ()>,
     /// Each geo variable's default colour range (by dataset, variable and
     /// selection), kept as long as metadata.
     pub(crate) colour_ranges: Cache<String, Option<(f64, f64)>>,
@@ -101,6 +154,11 @@ impl Caches {
                     (k.1.len() + k.3.len() + v.len() + 64).try_into().unwrap_or(u32::MAX)
                 })
                 .build(),
+            // Least recently seen out: every new chunk is remembered.
+            seen: moka::sync::Cache::builder()
+                .max_capacity(SEEN_CHUNKS)
+                .eviction_policy(moka::policy::EvictionPolicy::lru())
+                .build(),
             colour_ranges: Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(options.metadata_ttl)
@@ -109,6 +167,19 @@ impl Caches {
             index_stats: Arc::default(),
             chunk_stats: Arc::default(),
         }
+    }
+
+    /// Whether chunk `inner` of `key` (`WHOLE_CHUNK` for an unsharded one)
+    /// was asked for before by a small answer; remembers that it is now.
+    pub(crate) fn asked_before(&self, scope: &str, key: &str, inner: usize) -> bool {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let hash =
+            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((scope, key, inner));
+        if self.seen.contains_key(&hash) {
+            return true;
+        }
+        self.seen.insert(hash, ());
+        false
     }
 
     /// Applies the caches' pending inserts and evictions, so that the counts

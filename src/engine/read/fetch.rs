@@ -9,7 +9,7 @@ use bytes::Bytes;
 use crate::engine::error::{Error, Result};
 use crate::engine::format::codec::CodecChain;
 use crate::engine::query::plan::{Placement, ReadPlan, Unit};
-use crate::engine::read::cache::ChunkKey;
+use crate::engine::read::cache::{ChunkKey, Keep};
 use crate::engine::read::hierarchy::Dataset;
 use crate::storage::{ByteRange, StoreError};
 
@@ -60,7 +60,7 @@ pub(super) struct Fetched {
 
 impl Dataset {
     /// An unsharded chunk: read whole. A chunk `keep` marks (one of a
-    /// small read's, [`super::slab`]) comes from the decoded-chunk cache
+    /// small read's, or of a small answer's asked for before: [`Keep`]) comes from the decoded-chunk cache
     /// when the store still has the version it was decoded from (the
     /// version the read is pinned to, else a `head`: a stat on local
     /// disks), and is kept there once decoded.
@@ -70,7 +70,7 @@ impl Dataset {
         key: String,
         unit: &Unit,
         pin: Pin,
-        keep: bool,
+        keep: Keep,
     ) -> Result<Fetched> {
         let codecs = plan.meta().codecs_at(&unit.coords).clone();
         let placement = unit.part.placement(&codecs.decoded_repr().shape);
@@ -83,6 +83,10 @@ impl Dataset {
                 placement: placement.clone(),
                 cache_as,
             }],
+        };
+        let keep = match keep {
+            Keep::Hot => self.resources.caches.asked_before(&self.scope, &key, WHOLE_CHUNK),
+            keep => keep == Keep::All,
         };
         let cache_key = match (&pin, keep) {
             (_, false) => None,

@@ -16,15 +16,9 @@ use crate::engine::format::chunk_grid::Axis;
 use crate::engine::format::codec::array_to_bytes::sharding::{IndexLocation, ShardIndex, ShardingCodec};
 use crate::engine::query::plan::{point_units, units, Part, ReadPlan, Unit};
 use crate::engine::query::selection::{ChunkSpan, DimSelection};
-use crate::engine::read::cache::CachedIndex;
+use crate::engine::read::cache::{CachedIndex, Keep};
 use crate::engine::read::hierarchy::Dataset;
 use crate::storage::{ByteRange, StoreError};
-
-/// Reads that decode at most this many bytes of inner chunks keep them in
-/// the decoded-chunk cache (a tile, a few points). Larger reads would only
-/// evict what small reads reuse, and would decode whole chunks where a
-/// prefix would do.
-pub(super) const CACHEABLE_READ_BYTES: u64 = 4 << 20;
 
 /// Some of the inner chunks of one shard that a slab needs, fetched and
 /// decoded together.
@@ -36,16 +30,16 @@ pub(super) struct Piece {
     /// Every inner chunk of the shard is needed (then this is the only
     /// piece, and a cold shard is read whole).
     whole: bool,
-    /// Whether the decoded inner chunks go to the decoded-chunk cache.
-    keep: bool,
+    /// Which decoded inner chunks go to the decoded-chunk cache.
+    keep: Keep,
 }
 
 /// The pieces of a slab's shards `units`: each shard's needed inner chunks
 /// in runs of `per_piece`, or in one piece when the slab needs the whole
-/// shard. With `keep_small` (a whole read in one slab, the cache on), a
-/// read that decodes little ([`worth_keeping`]) keeps its inner chunks in
-/// the decoded-chunk cache and takes each shard in one piece, so that one
-/// version check covers a shard's cached chunks.
+/// shard. With `answer` (the bytes of a whole read in one slab, the cache
+/// on), the read keeps inner chunks in the decoded-chunk cache by
+/// [`Keep::rule`]; one that keeps them all takes each shard in one piece,
+/// so that one version check covers a shard's cached chunks.
 ///
 /// `codec` is any shard's codec (inner chunks are alike in every shard);
 /// `per_shard` gives the number of inner chunks of the shard at `coords`
@@ -55,7 +49,7 @@ pub(super) fn pieces(
     per_shard: impl Fn(&[u64]) -> usize,
     units: Vec<Unit>,
     per_piece: usize,
-    keep_small: bool,
+    answer: Option<u64>,
 ) -> Vec<Piece> {
     let shards: Vec<(Vec<u64>, Vec<Unit>)> = units
         .into_iter()
@@ -64,8 +58,8 @@ pub(super) fn pieces(
             (unit.coords, needed)
         })
         .collect();
-    let keep = keep_small && worth_keeping(codec, shards.iter().map(|(_, needed)| needed.len()));
-    let per_piece = if keep { usize::MAX } else { per_piece };
+    let keep = keeping(codec, shards.iter().map(|(_, needed)| needed.len()), answer);
+    let per_piece = if keep == Keep::All { usize::MAX } else { per_piece };
     shards
         .into_iter()
         .flat_map(|(coords, needed)| {
@@ -90,13 +84,16 @@ fn split(needed: Vec<Unit>, per_piece: usize) -> impl Iterator<Item = Vec<Unit>>
     })
 }
 
-/// Whether a read of these many inner chunks (per shard) decodes at most
-/// [`CACHEABLE_READ_BYTES`]; variable-length elements are never kept (their
-/// decoded size is not known up front).
-fn worth_keeping(codec: &ShardingCodec, chunks: impl Iterator<Item = usize>) -> bool {
+/// What a read of these many inner chunks (per shard) for an answer of
+/// `answer` bytes keeps ([`Keep::rule`]).
+fn keeping(codec: &ShardingCodec, chunks: impl Iterator<Item = usize>, answer: Option<u64>) -> Keep {
     let repr = codec.inner_codecs().decoded_repr();
     let chunks: u64 = chunks.map(|n| n as u64).sum();
-    !repr.data_type.is_variable() && chunks.saturating_mul(repr.size_bytes() as u64) <= CACHEABLE_READ_BYTES
+    Keep::rule(
+        answer,
+        repr.data_type.is_variable(),
+        chunks.saturating_mul(repr.size_bytes() as u64),
+    )
 }
 
 impl Dataset {
@@ -334,7 +331,7 @@ impl Dataset {
         piece: &Piece,
     ) -> (Vec<Item>, Vec<(usize, Range<u64>)>) {
         let caches = &self.resources.caches;
-        let etag = index.etag.as_ref().filter(|_| piece.keep);
+        let etag = index.etag.as_ref().filter(|_| piece.keep != Keep::Never);
         let mut items = Vec::with_capacity(piece.needed.len());
         let mut ranges = Vec::new();
         for u in &piece.needed {
@@ -354,6 +351,9 @@ impl Dataset {
                     Source::Decoded(data)
                 }
                 (None, Some(range)) => {
+                    if piece.keep == Keep::Hot && !caches.asked_before(&self.scope, key, linear) {
+                        cache_as = None;
+                    }
                     ranges.push((items.len(), range));
                     Source::Fill // replaced by the fetched bytes
                 }

@@ -23,7 +23,7 @@ use crate::engine::format::copy::{copy_blocks_to, Destination};
 use crate::engine::format::values::{number_width, to_big_endian};
 use crate::engine::format::vlen::{Gather, FILL_HANDLE};
 use crate::engine::query::plan::{Placement, ReadPlan, Unit};
-use crate::engine::read::cache::ChunkKey;
+use crate::engine::read::cache::{ChunkKey, Keep};
 use crate::engine::read::decode_pool::Priority;
 use crate::engine::read::hierarchy::Dataset;
 
@@ -94,8 +94,14 @@ impl Dataset {
             None => Target::Caller,
         };
         let swapped = swap.is_some() && matches!(target, Target::Slab(_));
-        let keep_small = plan.slab_count() == 1 && resources.caches.decoded_chunks.policy().max_capacity() > Some(0);
-        let jobs = jobs(plan, slab, resources.read.batch_bytes, keep_small);
+        // A read in one slab, with the cache on, may keep chunks decoded.
+        let cache_on = resources.caches.decoded_chunks.policy().max_capacity() > Some(0);
+        let answer_bytes = shape
+            .iter()
+            .product::<u64>()
+            .saturating_mul(meta.data_type.size() as u64);
+        let answer = (plan.slab_count() == 1 && cache_on).then_some(answer_bytes);
+        let jobs = jobs(plan, slab, resources.read.batch_bytes, answer);
         let inline = jobs.len() <= 1;
         let mut fetches = futures::stream::iter(jobs)
             .map(|job| {
@@ -403,7 +409,7 @@ impl SharedSlab {
 /// What one fetch of a slab reads: a chunk, or a piece of a shard.
 enum Job {
     /// An unsharded chunk, and whether to keep it decoded.
-    Chunk(Unit, bool),
+    Chunk(Unit, Keep),
     Piece(Piece),
 }
 
@@ -417,20 +423,18 @@ impl Job {
 }
 
 /// The fetches of slab `slab`: its chunks, or its shards in pieces of
-/// about one decoding batch (`batch_bytes` decoded). With `keep_small`, a
-/// small read keeps its chunks or inner chunks in the decoded-chunk cache
-/// ([`shard::pieces`]).
-fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize, keep_small: bool) -> Vec<Job> {
+/// about one decoding batch (`batch_bytes` decoded). With `answer` (the
+/// bytes of a read in one slab, the cache on), the read keeps chunks or
+/// inner chunks in the decoded-chunk cache by [`Keep::rule`].
+fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize, answer: Option<u64>) -> Vec<Job> {
     let units = plan.units(slab);
     let codecs = &plan.meta().codecs;
     match codecs.partial_sharding() {
         None => {
-            // Small reads keep their chunks decoded, as shard::pieces
-            // keeps inner chunks.
+            // As shard::pieces keeps inner chunks.
             let repr = codecs.decoded_repr();
-            let keep = keep_small
-                && !repr.data_type.is_variable()
-                && (units.len() as u64).saturating_mul(repr.size_bytes() as u64) <= shard::CACHEABLE_READ_BYTES;
+            let decoded = (units.len() as u64).saturating_mul(repr.size_bytes() as u64);
+            let keep = Keep::rule(answer, repr.data_type.is_variable(), decoded);
             units.into_iter().map(|unit| Job::Chunk(unit, keep)).collect()
         }
         Some(codec) => {
@@ -441,7 +445,7 @@ fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize, keep_small: bool) -> V
                 let shard = meta.codecs_at(coords).partial_sharding().unwrap_or(codec);
                 shard.chunks_per_shard().iter().product::<u64>() as usize
             };
-            shard::pieces(codec, per_shard, units, per_piece, keep_small)
+            shard::pieces(codec, per_shard, units, per_piece, answer)
                 .into_iter()
                 .map(Job::Piece)
                 .collect()
@@ -600,6 +604,53 @@ mod tests {
         let region = read(Selection::parse("0:513,0:4097").unwrap()).await;
         assert_eq!(region[512 * 4097 + 4096], 24);
         assert_eq!(cached().await, 9);
+    }
+
+    /// A small answer that decodes much (points in 17 inner chunks, 4.25
+    /// MiB) keeps nothing the first time, keeps its chunks the second time
+    /// (asked for before), and is answered from the cache the third; a
+    /// scan (an answer over 1 MiB) never keeps what it decodes.
+    #[tokio::test]
+    async fn small_answers_keep_the_chunks_asked_for_again() {
+        let dir = tempfile::tempdir().unwrap();
+        write_sharded(dir.path(), "b", 8);
+        let resources = Arc::new(Resources::new(&ResourceOptions {
+            caches: crate::engine::CacheOptions {
+                decoded_chunk_bytes: 64 << 20,
+                ..Default::default()
+            },
+            ..ResourceOptions::default()
+        }));
+        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
+        let dataset = Dataset::new("t", None, store, resources.clone());
+        let (dataset, resources) = (&dataset, &resources);
+        let cached = || async move {
+            let chunks = &resources.caches().decoded_chunks;
+            chunks.run_pending_tasks().await;
+            chunks.entry_count()
+        };
+        let decoded = || resources.chunks_decoded.load(Ordering::Relaxed);
+        let read = |selection: Selection| async move {
+            let plan = dataset.plan_read("b", &selection).await.unwrap();
+            dataset.read_all(&plan).await.unwrap().0
+        };
+        // One point in each of 17 inner chunks: rows 0 and 600, across.
+        let points = Selection::points((0..17i64).map(|i| vec![600 * (i / 16), (i % 16) * 512]).collect());
+        let expected: Vec<u8> = (0..17u8).map(|i| (i % 16 / 8) * 16 + (i / 16) * 8 + i % 8).collect();
+        assert_eq!(read(points.clone()).await.to_vec(), expected);
+        assert_eq!((cached().await, decoded()), (0, 17), "kept at the first asking");
+        assert_eq!(read(points.clone()).await.to_vec(), expected);
+        assert_eq!((cached().await, decoded()), (17, 34), "not kept at the second asking");
+        assert_eq!(read(points.clone()).await.to_vec(), expected);
+        assert_eq!(decoded(), 34, "the third asking decoded again");
+
+        // A scan through the same chunks twice keeps nothing more, and
+        // what the points kept stays.
+        let region = Selection::parse("0:513,0:4097").unwrap();
+        for _ in 0..2 {
+            assert_eq!(read(region.clone()).await[512 * 4097 + 4096], 24);
+        }
+        assert_eq!(cached().await, 17);
     }
 
     /// Small reads of an unsharded array keep its chunks decoded too: the

@@ -1,4 +1,5 @@
-# Multi-stage build: release binary in the Rust image, small Debian runtime.
+# Multi-stage build: the dist binary (Cargo.toml's profile optimised across
+# crates) in the Rust image, small Debian runtime.
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
@@ -6,13 +7,13 @@ COPY src ./src
 # Cargo.toml names the micro-benchmark target; cargo needs its file to exist.
 COPY bench/hot_paths.rs ./bench/hot_paths.rs
 COPY openapi.yaml ./
-RUN cargo build --release --locked --bin zarr-serve \
- && strip target/release/zarr-serve
+RUN cargo build --profile dist --locked --bin zarr-serve \
+ && strip target/dist/zarr-serve
 
 FROM debian:bookworm-slim
 # CA roots for https object stores (S3, GCS, Azure), taken from the build stage.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-COPY --from=build /src/target/release/zarr-serve /usr/local/bin/zarr-serve
+COPY --from=build /src/target/dist/zarr-serve /usr/local/bin/zarr-serve
 WORKDIR /app
 COPY config/default.toml ./config/default.toml
 COPY sample ./sample

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The measurements of the performance issue; bench/run.sh prepares and calls this.
 
-Usage: python bench/bench.py [--data bench-data] [--bin target/release/zarr-serve]
+Usage: python bench/bench.py [--data bench-data] [--bin target/dist/zarr-serve]
                              [--duration 10] [--warmup 3] [--conns 32] [--threads 2]
                              [--skip-peers]
 

@@ -6,7 +6,7 @@
   - icechunk-python + zarr-python reading the region in-process.
 
     bench/icechunk_peer.sh            (wraps this: the venv, the binary, three runs)
-    python bench/icechunk_peer.py --bin target/release/zarr-serve --data .cache/bench-icechunk
+    python bench/icechunk_peer.py --bin target/dist/zarr-serve --data .cache/bench-icechunk
 
 The array: `field` float32 (64, 1024, 1024) = 256 MiB decoded, chunks (8, 256, 256)
 (2 MiB), zstd level 3, smooth values with noise (compresses to about 60%); the region

@@ -10,7 +10,7 @@ same tile list on each, alternating open and guarded runs, the guarded runs
 sending `Authorization: Bearer <JWT>` (one token, as a client does). Prints
 tiles/s, p50/p99 and the server's CPU seconds per 1000 tiles for each run,
 and the ratio of the medians. The server binary is BENCH_SERVER_BIN
-(default target/release/zarr-serve).
+(default target/dist/zarr-serve).
 """
 import argparse
 import http.server

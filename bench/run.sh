@@ -11,14 +11,14 @@
 #    (bench/floor.py), zarr-serve over loopback HTTP (curl, wrk),
 #    nginx on the same files, peak RSS, store economy from /metrics
 # Prints the Markdown table; saves bench-data/results.md and bench-data/results.json.
-# Uses the already-built binary (BENCH_SERVER_BIN, default target/release/zarr-serve);
+# Uses the already-built binary (BENCH_SERVER_BIN, default target/dist/zarr-serve);
 # never runs cargo. Everything listens on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 DATA=${BENCH_DATA:-$ROOT/bench-data}
 VENV=${BENCH_VENV:-$ROOT/bench/.venv}
-BIN=${BENCH_SERVER_BIN:-$ROOT/target/release/zarr-serve}
+BIN=${BENCH_SERVER_BIN:-$ROOT/target/dist/zarr-serve}
 step() { printf '\n==> %s\n' "$*" >&2; }
 T0=$(date +%s)
 

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 DATA=${BENCH_DATA:-$ROOT/bench-data}
 VENV=${BENCH_VENV:-$ROOT/bench/.venv}
-BIN=${BENCH_SERVER_BIN:-$ROOT/target/release/zarr-serve}
+BIN=${BENCH_SERVER_BIN:-$ROOT/target/dist/zarr-serve}
 mkdir -p "$DATA/load"
 [ -f "$DATA/load/load.zarr/zarr.json" ] || "$VENV/bin/python" tests/load/make_data.py "$DATA/load" >/dev/null
 "$VENV/bin/python" tests/load/run.py --bin "$BIN" --data "$DATA/load" --phases load \

@@ -9,7 +9,7 @@ for this 2-degree grid) as tile-route URLs and as key-value WMTS GetTile
 URLs, alternating runs; every answer must be a 200 PNG, and a few tiles are
 checked byte for byte first. Prints tiles/s, p50/p99 and the server's CPU
 seconds per 1000 tiles of each run, and the ratios of the medians. The
-server binary is BENCH_SERVER_BIN (default target/release/zarr-serve).
+server binary is BENCH_SERVER_BIN (default target/dist/zarr-serve).
 """
 import argparse
 import os

@@ -70,17 +70,18 @@ const SEEN_CHUNKS: u64 = 1 << 16;
 ///
 /// A scan (a wide region, a big answer) keeps none, so it never evicts
 /// what small reads reuse. A small read (a tile) keeps all. A small answer
-/// that decodes much (a series) keeps a chunk the second time it is asked
-/// for, so a position asked for once costs the cache nothing, and one
-/// asked for again stays decoded; whether it then displaces what is there
-/// is moka's TinyLFU admission: by how often each was asked for.
+/// that decodes much (a series) offers a chunk to the cache from the second
+/// time it is asked for ([`Caches::offer`]), so a position asked for once
+/// costs the cache nothing, and one asked for again stays decoded; whether
+/// it then displaces what is there is moka's TinyLFU admission: by how
+/// often each was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Keep {
     /// Keep nothing.
     Never,
     /// Keep every chunk.
     All,
-    /// Keep the chunks asked for before ([`Caches::asked_before`]).
+    /// Keep the chunks asked for before ([`Caches::offer`]).
     Hot,
 }
 
@@ -101,6 +102,12 @@ impl Keep {
             Keep::Never
         }
     }
+}
+
+/// The hash [`Caches::offer`] remembers a chunk by.
+fn chunk_hash(scope: &str, key: &str, inner: usize) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((scope, key, inner))
 }
 
 /// (dataset, key)
@@ -124,8 +131,8 @@ pub struct Caches {
     pub(crate) nodes: Cache<CacheKey, Arc<Node>>,
     pub(crate) shard_indexes: Cache<CacheKey, Arc<CachedIndex>>,
     pub(crate) decoded_chunks: Cache<ChunkKey, bytes::Bytes>,
-    /// Hashes of the chunks small answers asked for ([`Keep::Hot`]).
-    seen: moka::sync::Cache<u64, ()>,
+    /// How often small answers missed each chunk, by hash ([`Keep::Hot`]).
+    seen: moka::sync::Cache<u64, u32>,
     /// Each geo variable's default colour range (by dataset, variable and
     /// selection), kept as long as metadata.
     pub(crate) colour_ranges: Cache<String, Option<(f64, f64)>>,
@@ -169,17 +176,25 @@ impl Caches {
         }
     }
 
-    /// Whether chunk `inner` of `key` (`WHOLE_CHUNK` for an unsharded one)
-    /// was asked for before by a small answer; remembers that it is now.
-    pub(crate) fn asked_before(&self, scope: &str, key: &str, inner: usize) -> bool {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        let hash =
-            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((scope, key, inner));
-        if self.seen.contains_key(&hash) {
-            return true;
-        }
-        self.seen.insert(hash, ());
-        false
+    /// Whether a small answer that missed chunk `inner` of `key`
+    /// (`WHOLE_CHUNK` for an unsharded one) should offer it to the cache
+    /// once decoded: at the 2nd, 4th, 8th, ... asking. The first asking
+    /// keeps nothing (a position asked once costs the cache nothing); the
+    /// cache may refuse an offer (TinyLFU: the chunk was asked for less
+    /// often than what it would evict), and each refused offer costs a
+    /// copy of the chunk, so a chunk that keeps missing is offered ever
+    /// more rarely.
+    pub(crate) fn offer(&self, scope: &str, key: &str, inner: usize) -> bool {
+        let hash = chunk_hash(scope, key, inner);
+        let missed = self.seen.get(&hash).unwrap_or(0).saturating_add(1);
+        self.seen.insert(hash, missed);
+        missed >= 2 && missed.is_power_of_two()
+    }
+
+    /// Whether a small answer missed this chunk before (then it may be in
+    /// the cache: worth the version check an unsharded chunk needs).
+    pub(crate) fn missed_before(&self, scope: &str, key: &str, inner: usize) -> bool {
+        self.seen.contains_key(&chunk_hash(scope, key, inner))
     }
 
     /// Applies the caches' pending inserts and evictions, so that the counts

@@ -60,10 +60,10 @@ pub(super) struct Fetched {
 
 impl Dataset {
     /// An unsharded chunk: read whole. A chunk `keep` marks (one of a
-    /// small read's, or of a small answer's asked for before: [`Keep`]) comes from the decoded-chunk cache
-    /// when the store still has the version it was decoded from (the
-    /// version the read is pinned to, else a `head`: a stat on local
-    /// disks), and is kept there once decoded.
+    /// small read's; one a small answer missed before: [`Keep`]) comes from
+    /// the decoded-chunk cache when the store still has the version it was
+    /// decoded from (the version the read is pinned to, else a `head`: a
+    /// stat on local disks), and is offered to it once decoded.
     pub(super) async fn fetch_chunk(
         &self,
         plan: &ReadPlan,
@@ -84,11 +84,12 @@ impl Dataset {
                 cache_as,
             }],
         };
-        let keep = match keep {
-            Keep::Hot => self.resources.caches.asked_before(&self.scope, &key, WHOLE_CHUNK),
+        let caches = &self.resources.caches;
+        let look = match keep {
+            Keep::Hot => caches.missed_before(&self.scope, &key, WHOLE_CHUNK),
             keep => keep == Keep::All,
         };
-        let cache_key = match (&pin, keep) {
+        let cache_key = match (&pin, look) {
             (_, false) => None,
             // Pinned to a version: the cache holds that one or none (no
             // version pins to absent, or to a store without ETags: read).
@@ -105,7 +106,6 @@ impl Dataset {
             },
         };
         if let Some(cache_key) = &cache_key {
-            let caches = &self.resources.caches;
             let hit = caches.decoded_chunks.get(cache_key).await;
             let stats = &caches.chunk_stats;
             if hit.is_some() { &stats.hits } else { &stats.misses }.fetch_add(1, Ordering::Relaxed);
@@ -122,8 +122,11 @@ impl Dataset {
             None => one(key, None, Source::Fill, None),
             Some(read) => {
                 // Kept under the version this read saw.
-                let cache_as = cache_key
-                    .is_some()
+                let offer = match keep {
+                    Keep::Hot => caches.offer(&self.scope, &key, WHOLE_CHUNK),
+                    keep => keep == Keep::All,
+                };
+                let cache_as = (cache_key.is_some() && offer)
                     .then(|| read.info.etag.clone())
                     .flatten()
                     .map(|etag| (self.scope.clone(), key.clone(), WHOLE_CHUNK, etag));

@@ -351,7 +351,7 @@ impl Dataset {
                     Source::Decoded(data)
                 }
                 (None, Some(range)) => {
-                    if piece.keep == Keep::Hot && !caches.asked_before(&self.scope, key, linear) {
+                    if piece.keep == Keep::Hot && !caches.offer(&self.scope, key, linear) {
                         cache_as = None;
                     }
                     ranges.push((items.len(), range));

@@ -653,6 +653,42 @@ mod tests {
         assert_eq!(cached().await, 17);
     }
 
+    /// The same for unsharded chunks: points in 5 chunks of 1 MiB are kept
+    /// at the second asking (after a version check), served from the cache
+    /// at the third.
+    #[tokio::test]
+    async fn small_answers_keep_unsharded_chunks_asked_for_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [1024, 5 * 1024], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1024, 1024]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}],
+        });
+        std::fs::create_dir_all(dir.path().join("u/c/0")).unwrap();
+        std::fs::write(dir.path().join("u/zarr.json"), meta.to_string()).unwrap();
+        for c in 0..5u8 {
+            std::fs::write(dir.path().join(format!("u/c/0/{c}")), vec![c + 1; 1 << 20]).unwrap();
+        }
+        let resources = Arc::new(Resources::new(&ResourceOptions {
+            caches: crate::engine::CacheOptions {
+                decoded_chunk_bytes: 64 << 20,
+                ..Default::default()
+            },
+            ..ResourceOptions::default()
+        }));
+        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
+        let dataset = Dataset::new("t", None, store, resources.clone());
+        let points = Selection::points((0..5i64).map(|c| vec![7, c * 1024 + 3]).collect());
+        let mut decoded = Vec::new();
+        for _ in 0..3 {
+            let plan = dataset.plan_read("u", &points).await.unwrap();
+            assert_eq!(dataset.read_all(&plan).await.unwrap().0.to_vec(), [1, 2, 3, 4, 5]);
+            decoded.push(resources.chunks_decoded.load(Ordering::Relaxed));
+        }
+        assert_eq!(decoded, [5, 10, 10], "chunks decoded after each asking");
+    }
+
     /// Small reads of an unsharded array keep its chunks decoded too: the
     /// second read of a chunk is a hit, and a chunk rewritten since (a new
     /// version) is read again, never served stale.

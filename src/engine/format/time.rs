@@ -190,22 +190,53 @@ pub fn epoch_seconds(text: &str) -> Option<f64> {
 /// ISO 8601 text of an instant given in nanoseconds since 1970-01-01T00:00
 /// UTC: `2020-01-05T12:00:00`, with as many fraction digits as it needs.
 pub(crate) fn format_instant(ns: i128) -> String {
+    // Written digit by digit: an EDR series formats thousands of these an
+    // answer, and `format!` of i128s showed up in its profile.
     let (days, rest) = (ns.div_euclid(DAY_NS), ns.rem_euclid(DAY_NS));
-    let seconds = rest / 1_000_000_000;
-    let mut out = format!(
-        "{}T{:02}:{:02}:{:02}",
-        date_text(days),
-        seconds / 3600,
-        seconds / 60 % 60,
-        seconds % 60
-    );
-    let fraction = rest % 1_000_000_000;
+    let mut out = String::with_capacity(32);
+    push_date(&mut out, days);
+    let seconds = (rest / 1_000_000_000) as u32;
+    out.push('T');
+    for part in [seconds / 3600, seconds / 60 % 60, seconds % 60] {
+        push_two_digits(&mut out, part);
+        out.push(':');
+    }
+    out.pop();
+    let fraction = (rest % 1_000_000_000) as u32;
     if fraction != 0 {
-        let digits = format!("{fraction:09}");
+        let mut digits = fraction;
+        let mut width = 9;
+        while digits % 10 == 0 {
+            digits /= 10;
+            width -= 1;
+        }
         out.push('.');
-        out.push_str(digits.trim_end_matches('0'));
+        let text = digits.to_string();
+        out.extend(std::iter::repeat_n('0', width - text.len()));
+        out.push_str(&text);
     }
     out
+}
+
+/// `n` (below 100) as two digits.
+fn push_two_digits(out: &mut String, n: u32) {
+    out.push(char::from(b'0' + (n / 10) as u8));
+    out.push(char::from(b'0' + (n % 10) as u8));
+}
+
+/// `YYYY-MM-DD` of the day `days` after 1970-01-01, onto `out`.
+fn push_date(out: &mut String, days: i128) {
+    let (y, m, d) = civil_from_days(days);
+    if (0..=9999).contains(&y) {
+        push_two_digits(out, (y / 100) as u32);
+        push_two_digits(out, (y % 100) as u32);
+    } else {
+        out.push_str(&year_text(y));
+    }
+    out.push('-');
+    push_two_digits(out, m);
+    out.push('-');
+    push_two_digits(out, d);
 }
 
 /// An ISO 8601 instant in nanoseconds since 1970-01-01T00:00 UTC:
@@ -344,8 +375,9 @@ pub(crate) fn days_from_civil(year: i128, month: u32, day: u32) -> i128 {
 
 /// `YYYY-MM-DD` of the day `days` after 1970-01-01.
 fn date_text(days: i128) -> String {
-    let (y, m, d) = civil_from_days(days);
-    format!("{}-{m:02}-{d:02}", year_text(y))
+    let mut out = String::with_capacity(10);
+    push_date(&mut out, days);
+    out
 }
 
 /// The proleptic Gregorian (year, month, day) of a day count since
@@ -430,6 +462,33 @@ mod tests {
         }
         assert_eq!(format_instant(day(18_266) + 1_500_000_000), "2020-01-05T00:00:01.5");
         assert_eq!(format_instant(-1), "1969-12-31T23:59:59.999999999");
+        // Digit by digit as `format!` would write them, across eras, years
+        // outside 0..=9999 and fractions of every width.
+        let reference = |ns: i128| {
+            let (days, rest) = (ns.div_euclid(DAY_NS), ns.rem_euclid(DAY_NS));
+            let (y, m, d) = civil_from_days(days);
+            let s = rest / 1_000_000_000;
+            let mut out = format!(
+                "{}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+                year_text(y),
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            );
+            let fraction = format!("{:09}", rest % 1_000_000_000);
+            if rest % 1_000_000_000 != 0 {
+                out.push('.');
+                out.push_str(fraction.trim_end_matches('0'));
+            }
+            out
+        };
+        let mut ns: i128 = -400 * 366 * DAY_NS * 30;
+        while ns < 400 * 366 * DAY_NS * 30 {
+            for extra in [0, 1, 10_000, 123_456_789, 500_000_000] {
+                assert_eq!(format_instant(ns + extra), reference(ns + extra));
+            }
+            ns += 7_919 * DAY_NS + 3_601_000_000_007;
+        }
         for d in [-800_000i128, -1, 0, 59, 60, 18_262, 2_932_896] {
             let (y, m, dd) = civil_from_days(d);
             assert_eq!(days_from_civil(y, m, dd), d);

@@ -12,6 +12,17 @@
         xpublish-edr: /edr/{position,area}?coords=...&parameter-name=tas
         Both answer CoverageJSON (the default of each, no `f`).
 
+        Also DIR/zipf.zs.list: ZIPF_REQUESTS (4000) positions, each the cell of a rank
+        drawn from a Zipf law (exponent ZIPF_S, 1.1) over the grid's 64,800 cells, the
+        ranks given to cells in a seeded random order: a skewed workload of repeated
+        positions (zarr-serve only; the hot-series figures of issue 45).
+
+    edr_check.py floor ZARR DIR
+        what the position questions cost libzstd alone: each point's series decodes the
+        chunks of its column (11), decoded with one reused context (bench/floor.py's
+        zstd_library), least CPU of 5 passes; prints "SECONDS_PER_ANSWER CHUNKS_PER_ANSWER"
+        (the mean over the points).
+
     edr_check.py edr ZARR DIR
         compares the warm-up bodies DIR/warm/{zs,xp}-{position,area}-N.json with each
         other and with xarray's read of the store: the time axis, the cell (centre)
@@ -76,6 +87,61 @@ def lists(out, ds, npoints, datetime):
         for server, prefix in (("zs", zs), ("xp", "/edr")):
             with open(os.path.join(out, f"{name}.{server}.list"), "w") as f:
                 f.writelines(f"{prefix}/{q}\n" for q in qs)
+    zipf_list(out, zs)
+
+
+ZIPF_REQUESTS = 4000
+ZIPF_S = 1.1
+GRID = (180, 360)  # lat, lon cells of 1 degree
+
+
+def zipf_list(out, zs):
+    """The skewed position list (see the module's doc)."""
+    rng = random.Random(45)
+    cells = list(range(GRID[0] * GRID[1]))
+    rng.shuffle(cells)  # rank k is cell cells[k]
+    weights = [(k + 1) ** -ZIPF_S for k in range(len(cells))]
+    picked = rng.choices(cells, weights=weights, k=ZIPF_REQUESTS)
+    with open(os.path.join(out, "zipf.zs.list"), "w") as f:
+        for cell in picked:
+            iy, ix = divmod(cell, GRID[1])
+            # a quarter of a degree inside the cell: never on its edge
+            x, y = -180 + ix + 0.25, -90 + iy + 0.25
+            f.write(f"{zs}/position?coords={wkt_point(x, y)}&parameter-name=tas\n")
+    distinct = len(set(picked))
+    print(f"  zipf: {ZIPF_REQUESTS} positions, {distinct} distinct cells (exponent {ZIPF_S})")
+
+
+def position_floor(zarr_path, d):
+    """libzstd's CPU-s per position answer (see the module's doc)."""
+    import ctypes
+    from floor import least_cpu, zstd_library
+    meta = json.load(open(os.path.join(zarr_path, "tas", "zarr.json")))
+    ct, clat, clon = meta["chunk_grid"]["configuration"]["chunk_shape"]
+    nt = meta["shape"][0]
+    size = ct * clat * clon * 4
+    q = json.load(open(os.path.join(d, "questions.json")))
+    blobs = []
+    for x, y in q["points"]:
+        iy, ix = int(y + 90), int(x + 180)
+        for t in range((nt + ct - 1) // ct):
+            with open(os.path.join(zarr_path, "tas", "c", str(t), str(iy // clat), str(ix // clon)), "rb") as f:
+                blobs.append(f.read())
+    lib, version = zstd_library()
+    out = ctypes.create_string_buffer(size)
+    dctx = lib.ZSTD_createDCtx()
+
+    def decode_all():
+        for blob in blobs:
+            if lib.ZSTD_decompressDCtx(dctx, out, size, blob, len(blob)) != size:
+                raise RuntimeError("a chunk did not decode to its size")
+    try:
+        best = least_cpu(5, decode_all)
+    finally:
+        lib.ZSTD_freeDCtx(dctx)
+    n = len(q["points"])
+    print(f"{best / n:.6f} {len(blobs) // n} libzstd {version}")
+    return True
 
 
 def covjson_values(doc):
@@ -266,6 +332,8 @@ def main():
     if cmd == "lists":
         lists(args[0], args[1], int(args[2]), args[3])
         ok = True
+    elif cmd == "floor":
+        ok = position_floor(*args)
     elif cmd == "edr":
         ok = check_edr(*args)
     elif cmd == "formats":

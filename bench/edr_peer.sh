@@ -45,6 +45,17 @@
 #    downloads, as bench/dap_peer.sh, MB/s (10^6 bytes a second) and CPU-s/GB; then each
 #    target with its figure. Also written to .cache/bench-edr/edr_peer.txt.
 #
+# 8. hot positions (issue 45): bench/edr_check.py's zipf list (4000 positions drawn from a
+#    Zipf law over the grid's cells) against zarr-serve alone, once for each decoded-chunk
+#    cache size of EDR_ZIPF_CACHES (MiB, default "128 1024": the default and one that holds
+#    the store's hot columns), each a fresh server: one untimed wrk pass, then EDR_RUNS
+#    timed ones, EDR_CONNS clients. EDR_BASELINE_BIN (optional) runs the same with another
+#    binary (the one before the change), so "today's rate" is measured in the same run.
+# 9. the floor of a position answer: libzstd alone decoding the chunks each point's
+#    series touches (bench/edr_check.py floor), set against the server's CPU a position
+#    answer with 1 client, from a fresh server without the decoded-chunk cache (with it,
+#    a repeated position decodes less than the floor's chunks).
+#
 # Never runs cargo. Needs curl and wrk. Everything listens on 127.0.0.1 and is stopped
 # at the end.
 set -euo pipefail
@@ -60,6 +71,8 @@ POINTS=${EDR_POINTS:-16}
 CHUNKS=${EDR_CHUNKS:-365,45,45}
 AREA_DATETIME=${EDR_AREA_DATETIME:-2005-01-01/2005-12-31}
 XP_WORKERS=${EDR_XP_WORKERS:-1}
+ZIPF_CACHES=${EDR_ZIPF_CACHES:-128 1024}
+BASELINE_BIN=${EDR_BASELINE_BIN:-}
 CSV_TIME=1960:2020  # 60 days, with the missing day 1994 (empty cells)
 BIG_TIME=365:1460   # 1095 days: three whole time chunks, with the missing day 997
 TCK=$(getconf CLK_TCK)
@@ -89,6 +102,10 @@ step "data (chunks $CHUNKS)"
 { read -r STORE; read -r NT NLAT NLON CT CLAT CLON; } < <(timeout 600 "$PY" bench/edr_make_data.py "$CACHE" "$CHUNKS")
 [ -d "$STORE" ] || die "bench/edr_make_data.py wrote no store"
 "$PY" bench/edr_check.py lists "$CACHE" edr "$POINTS" "$AREA_DATETIME"
+
+step "the floor of a position answer (libzstd alone)"
+FLOOR=$("$PY" bench/edr_check.py floor "$STORE" "$CACHE") || die "bench/edr_check.py floor failed"
+echo "  $FLOOR (CPU-s an answer, chunks an answer, decoder)" >&2
 
 step "zarr-serve binary ($BIN)"
 # a copy, so that a rebuild of $BIN during the run changes nothing
@@ -324,6 +341,33 @@ for w in $XP_WORKERS; do
   edr_rounds "xp$w" xp "$XP" "$XP_PID" "$CONNS"
   stop_server "$XP_PID"
 done
+
+# fresh_rounds LABEL BINARY CACHE_MIB QUERY CLIENTS: a fresh server with that
+# decoded-chunk cache, one untimed pass over $CACHE/QUERY.zs.list, then RUNS timed ones
+fresh_rounds() {
+  local label=$1 bin=$2 mib=$3 q=$4 c=$5 port base r
+  port=$(free_port)
+  base=http://127.0.0.1:$port
+  start_server "$label" "$CACHE/$label.log" "$base/readyz" \
+    env ZARR_SERVE_LOG_LEVEL=warn ZARR_SERVE_DECODED_CHUNK_CACHE_BYTES=$((mib << 20)) \
+    "$bin" --listen "127.0.0.1:$port" --dataset "edr=$STORE"
+  wrk_run "$label" "$CACHE/$q.zs.list" "$q-warm" "$c" 0 "$base" "$SERVER_PID"
+  for r in $(seq "$RUNS"); do
+    wrk_run "$label" "$CACHE/$q.zs.list" "$q" "$c" "$r" "$base" "$SERVER_PID"
+  done
+  stop_server "$SERVER_PID"
+}
+step "zarr-serve without the decoded-chunk cache: position, 1 client (against the floor)"
+fresh_rounds zs-nocache "$SERVER" 0 position 1
+if [ -n "$BASELINE_BIN" ]; then
+  cp "$BASELINE_BIN" "$CACHE/zarr-serve-baseline"
+  BASELINE_VERSION=$("$CACHE/zarr-serve-baseline" --version)
+fi
+for mib in $ZIPF_CACHES; do
+  step "hot positions: the zipf list, $CONNS clients, decoded-chunk cache $mib MiB"
+  fresh_rounds "zs-$mib" "$SERVER" "$mib" zipf "$CONNS"
+  [ -z "$BASELINE_BIN" ] || fresh_rounds "base-$mib" "$CACHE/zarr-serve-baseline" "$mib" zipf "$CONNS"
+done
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report --------------------------------------------------------------------------
@@ -389,6 +433,22 @@ report() {
       done
     done
   done
+  for mib in $ZIPF_CACHES; do
+    for l in "zs-$mib" "base-$mib"; do
+      runs=$(edr_derived "$l" zipf "$CONNS" | awk '{ printf "%s%s", (NR > 1) ? " / " : "", $2 }')
+      [ -n "$runs" ] || continue
+      case $l in zs-*) name="zarr-serve, $mib MiB" ;; *) name="baseline, $mib MiB" ;; esac
+      erow zipf "$name" "$CONNS" "$runs" "$(edr_median "$l" zipf "$CONNS" 2)" \
+        "$(edr_median "$l" zipf "$CONNS" 3)" "$(edr_median "$l" zipf "$CONNS" 4)" "$(edr_median "$l" zipf "$CONNS" 5)" \
+        "$(thousands "$(edr_median "$l" zipf "$CONNS" 6)")" "$(edr_median "$l" zipf "$CONNS" 7)"
+    done
+  done
+  [ -z "$BASELINE_BIN" ] || echo "zipf: baseline = $BASELINE_BIN ($BASELINE_VERSION); cache sizes in MiB"
+  runs=$(edr_derived zs-nocache position 1 | awk '{ printf "%s%s", (NR > 1) ? " / " : "", $2 }')
+  [ -z "$runs" ] || erow position "zarr-serve, no cache" 1 "$runs" "$(edr_median zs-nocache position 1 2)" \
+    "$(edr_median zs-nocache position 1 3)" "$(edr_median zs-nocache position 1 4)" "$(edr_median zs-nocache position 1 5)" \
+    "$(thousands "$(edr_median zs-nocache position 1 6)")" "$(edr_median zs-nocache position 1 7)"
+  echo "position floor: $FLOOR (libzstd CPU-s an answer, chunks an answer)"
   echo
   echo "answers and values:"
   echo "$CHECK_EDR"
@@ -423,6 +483,19 @@ report() {
     done
     ratio_line "$q, CPU-s a request: xpublish-edr 1 worker / zarr-serve (1 client)" \
       "$(edr_median xp1 "$q" 1 5)" "$(edr_median zs "$q" 1 5)" ""
+  done
+  echo
+  echo "targets (issue 45; medians):"
+  ratio_line "area, $CONNS clients: zarr-serve / xpublish-edr 1 worker (req/s)" \
+    "$(edr_median zs area "$CONNS" 2)" "$(edr_median xp1 area "$CONNS" 2)" 20
+  ratio_line "area, 1 client: zarr-serve / xpublish-edr 1 worker (req/s)" \
+    "$(edr_median zs area 1 2)" "$(edr_median xp1 area 1 2)" 8
+  awk -v cpu="$(edr_median zs-nocache position 1 5)" -v floor="${FLOOR%% *}" 'BEGIN {
+    r = cpu / floor
+    printf "%-66s %7.2fx   target <= %-4s %s\n", "position, 1 client, no cache: server CPU an answer / libzstd decode", r, 1.3, (r <= 1.3) ? "met" : "NOT met" }'
+  for mib in $ZIPF_CACHES; do
+    [ -n "$BASELINE_BIN" ] && ratio_line "hot positions (zipf), cache $mib MiB: zarr-serve / baseline (req/s)" \
+      "$(edr_median "zs-$mib" zipf "$CONNS" 2)" "$(edr_median "base-$mib" zipf "$CONNS" 2)" 3
   done
   awk -v m="$(fmt_median csv 4)" 'BEGIN { printf "%-66s %7.1f    target >= %-4s %s\n", "CSV: MB/s of text", m, 200, (m >= 200) ? "met" : "NOT met" }'
   ratio_line "NetCDF / binary of the same region (MB/s)" "$(fmt_median netcdf 4)" "$(fmt_median binary 4)" 0.8

@@ -1,25 +1,31 @@
 #!/usr/bin/env python3
-"""Map tiles against xpublish-tiles (issue 28): the same data, the same tile list.
+"""Map tiles against xpublish-tiles (issue 28) and titiler-xarray (issue 45): the same
+data, the same tile list.
 
-    tiles_peer.py --data bench-data --bin target/release/zarr-serve
+    tiles_peer.py --data bench-data --bin target/dist/zarr-serve
                   [--duration 20] [--runs 3] [--conns 32] [--workers 1,2]
+                  [--peers xpublish,titiler]
 
 Run by bench/tiles_peer.sh (which makes the venv and the data). Steps:
 
 1. the tile list: every WebMercatorQuad tile at zooms 2 and 3 and a fixed random
    sample (seed 28) of 80 tiles at each of zooms 4, 5, 6 (all intersect the
    global grid): DATA/map_tiles.txt, one "z/row/col" a line
-2. zarr-serve (a copy of --bin) and xpublish-tiles (uvicorn, 1 worker) on free
-   loopback ports, both serving DATA/map.zarr; variable t2m, latest time step
-   (both servers' default for an unselected time dimension), viridis, 256 px, the
-   same fixed colour range (zarr-serve `rescale`, xpublish-tiles `colorscalerange`)
-3. a few tiles from both: valid 256x256 PNGs? how far apart are their pixels?
+2. zarr-serve (a copy of --bin), xpublish-tiles and titiler-xarray (each under
+   uvicorn, 1 worker) on free loopback ports, all serving DATA/map.zarr; variable
+   t2m, latest time step (zarr-serve's and xpublish-tiles' default for an unselected
+   time dimension; titiler-xarray is asked for it: `sel=time=...`), viridis, 256 px,
+   the same fixed colour range (zarr-serve and titiler `rescale`, xpublish-tiles
+   `colorscalerange`). titiler's tile paths are z/column/row: it gets the same
+   list in that order (DATA/map_tiles_xy.txt)
+3. a few tiles from each peer and zarr-serve: valid 256x256 PNGs? how far apart are
+   their pixels?
 4. per server: one pass of the list to warm up (8 concurrent clients; every
    answer must be a 200 PNG), then --runs wrk runs of --duration seconds at
    --conns connections cycling through the list (bench/wrk_tile_list.lua), with
    the server's CPU seconds (utime+stime of the process and all its descendants,
    i.e. uvicorn's worker processes) read from /proc before and after each run.
-   xpublish-tiles runs once per --workers value (a fresh uvicorn each time).
+   Each peer runs once per --workers value (a fresh uvicorn each time).
 
 Prints a table; writes DATA/tiles_peer.md and DATA/tiles_peer.json.
 Everything listens on 127.0.0.1 and is stopped at the end. Never runs cargo.
@@ -126,7 +132,7 @@ def get(url, timeout=60):
         return e.code, e.headers.get("Content-Type", ""), e.read()
 
 
-def tile_list(path):
+def tile_list(path, xy_path):
     rng = random.Random(28)
     tiles = []
     for z in (2, 3):
@@ -138,6 +144,9 @@ def tile_list(path):
     with open(path, "w") as f:
         for z, r, c in tiles:
             f.write(f"{z}/{r}/{c}\n")
+    with open(xy_path, "w") as f:
+        for z, r, c in tiles:
+            f.write(f"{z}/{c}/{r}\n")
     return [f"{z}/{r}/{c}" for z, r, c in tiles]
 
 
@@ -213,6 +222,37 @@ class XpublishTiles(Proc):
 
 
 ZarrServe.url = XpublishTiles.url
+
+
+class Titiler(Proc):
+    """titiler-xarray (bench/tiles_titiler_app.py): tile paths are z/column/row."""
+
+    def __init__(self, python, data, rescale, workers, time_step):
+        self.name = f"titiler-xarray ({workers} worker{'s' if workers > 1 else ''})"
+        self.workers = workers
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.logpath = os.path.join(data, f"tiles_peer-titiler-w{workers}.log")
+        self.prefix = "/tiles/WebMercatorQuad/"
+        self.query = (f".png?variable={VARIABLE}&sel=time={time_step}&colormap_name=viridis"
+                      f"&rescale={rescale}&tilesize=256")
+        self.list_name = "map_tiles_xy.txt"
+        env = dict(os.environ, TILES_BENCH_ZARR=os.path.join(data, "map.zarr"), PYTHONWARNINGS="ignore")
+        self.start([python, "-m", "uvicorn", "--app-dir", HERE, "tiles_titiler_app:app",
+                    "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(workers),
+                    "--no-access-log", "--log-level", "warning"],
+                   env, data, "/healthz")
+
+    def url(self, tile):
+        z, r, c = tile.split("/")
+        return f"{self.base}{self.prefix}{z}/{c}/{r}{self.query}"
+
+
+def latest_time_step(data):
+    """The store's last time label, as titiler-xarray's `sel=time=` takes it."""
+    import xarray as xr
+    ds = xr.open_zarr(os.path.join(data, "map.zarr"), consolidated=False, chunks=None)
+    return str(ds["time"].values[-1].astype("datetime64[s]"))
 
 
 def check_png(status, ctype, body):
@@ -306,6 +346,7 @@ def wrk(server, list_path, duration, conns, threads, encoding=None):
 
 
 def bench(server, tiles, list_path, args):
+    list_path = os.path.join(os.path.dirname(list_path), getattr(server, "list_name", os.path.basename(list_path)))
     log(f"{server.name}: warm-up pass of {len(tiles)} tiles ...")
     w = warm(server, tiles)
     log(f"  {w['seconds']:.1f} s ({w['tiles_per_s']:.0f} tiles/s at 8 clients), "
@@ -334,17 +375,18 @@ def snapshot(binary, data):
 
 
 def table(results, compare_rows, args, meta):
-    out = ["# Map tiles: zarr-serve against xpublish-tiles (issue 28)", "",
+    out = ["# Map tiles: zarr-serve against xpublish-tiles (issue 28) and titiler-xarray (issue 45)", "",
            f"{meta['ntiles']} tiles (WebMercatorQuad z2-z6, {meta['list']}), variable `{VARIABLE}` "
            f"of `map.zarr` (721x1440 float32 per step, chunks 1x256x256, zstd), viridis, "
            f"range {args.rescale}; wrk -t{args.threads} -c{args.conns} -d{args.duration}s, "
            f"{args.runs} runs after a warm-up pass; {os.cpu_count()} cores shared by server and wrk.",
            f"zarr-serve: {meta['zarr_serve']['version']} ({meta['zarr_serve']['path']}, "
            f"sha256 {meta['zarr_serve']['sha256']}); xpublish-tiles {meta['xpublish_tiles']}, "
-           f"xpublish {meta['xpublish']}, uvicorn {meta['uvicorn']}, Python {meta['python']}.", "",
+           f"xpublish {meta['xpublish']}, titiler-xarray {meta['titiler_xarray']}, "
+           f"uvicorn {meta['uvicorn']}, Python {meta['python']}.", "",
            "| server | run | tiles/s | p50 ms | p99 ms | non-2xx | not PNG | socket errors | CPU s / 1000 tiles | bytes/tile | other load CPU s |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    means = {}
+    means, cpus = {}, {}
     for res in results:
         for i, r in enumerate(res["runs"], 1):
             out.append(f"| {res['server']} | {i} | {r['tiles_per_s']:.1f} | {r['latency_us']['p50'] / 1000:.1f} "
@@ -353,6 +395,7 @@ def table(results, compare_rows, args, meta):
                        f"| {r['other_cpu_s']:.1f} |")
         tps = [r["tiles_per_s"] for r in res["runs"]]
         means[res["server"]] = statistics.mean(tps)
+        cpus[res["server"]] = statistics.mean(r["cpu_s_per_1000"] for r in res["runs"])
         out.append(f"| {res['server']} | mean | {statistics.mean(tps):.1f} | "
                    f"{statistics.mean(r['latency_us']['p50'] for r in res['runs']) / 1000:.1f} | "
                    f"{statistics.mean(r['latency_us']['p99'] for r in res['runs']) / 1000:.1f} | "
@@ -365,7 +408,8 @@ def table(results, compare_rows, args, meta):
     zs = means.get("zarr-serve")
     for name, m in means.items():
         if name != "zarr-serve" and zs:
-            out.append(f"- ratio zarr-serve / {name}: **{zs / m:.1f}x** tiles/s (mean of runs)")
+            out.append(f"- ratio zarr-serve / {name}: **{zs / m:.1f}x** tiles/s (mean of runs); "
+                       f"server CPU a tile, {name} / zarr-serve: {cpus[name] / cpus['zarr-serve']:.1f}x")
     zruns = results[0]["runs"]
     for res in results:
         if any(len(r["cpu_s_by_process"]) > 1 for r in res["runs"]):
@@ -380,30 +424,32 @@ def table(results, compare_rows, args, meta):
     out.append("- warm-up pass (8 concurrent clients, first requests included): " + ", ".join(
         f"{res['server']} {res['warmup']['seconds']:.1f} s, {len(res['warmup']['problems'])} bad"
         for res in results))
-    out += ["", f"Pixel agreement (RGB tolerance {args.tol} per channel; 'over tol' counts pixels "
-            "opaque in both whose RGB differs by more; 'RGBA over tol' also counts pixels "
-            "transparent in one only):", "",
-            "| tile | bytes zs / xp | transparent zs / xp | alpha mismatch | RGB over tol | RGBA over tol | mean abs RGB diff |",
-            "|---|---|---|---:|---:|---:|---:|"]
-    for c in compare_rows:
-        if "error" in c:
-            out.append(f"| {c['tile']} | error: {c['error']} | | | | | |")
-            continue
-        out.append(f"| {c['tile']} | {c['bytes'][0]} / {c['bytes'][1]} | {c['transparent'][0]:.3f} / "
-                   f"{c['transparent'][1]:.3f} | {c['alpha_mismatch']:.4f} | {c['rgb_over_tol']:.4f} | "
-                   f"{c['rgba_over_tol']:.4f} | {c['mean_abs_rgb']:.2f} |")
+    for peer, peer_rows in compare_rows.items():
+        out += ["", f"Pixel agreement of zarr-serve (zs) with {peer} (RGB tolerance {args.tol} per channel; "
+                "'over tol' counts pixels opaque in both whose RGB differs by more; 'RGBA over tol' "
+                "also counts pixels transparent in one only):", "",
+                "| tile | bytes zs / peer | transparent zs / peer | alpha mismatch | RGB over tol | RGBA over tol | mean abs RGB diff |",
+                "|---|---|---|---:|---:|---:|---:|"]
+        for c in peer_rows:
+            if "error" in c:
+                out.append(f"| {c['tile']} | error: {c['error']} | | | | | |")
+                continue
+            out.append(f"| {c['tile']} | {c['bytes'][0]} / {c['bytes'][1]} | {c['transparent'][0]:.3f} / "
+                       f"{c['transparent'][1]:.3f} | {c['alpha_mismatch']:.4f} | {c['rgb_over_tol']:.4f} | "
+                       f"{c['rgba_over_tol']:.4f} | {c['mean_abs_rgb']:.2f} |")
     return "\n".join(out) + "\n"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.path.join(ROOT, "bench-data"))
-    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zarr-serve"))
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "dist", "zarr-serve"))
     ap.add_argument("--duration", type=int, default=20)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--conns", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workers", default="1,2", help="uvicorn worker counts to try, comma-separated")
+    ap.add_argument("--peers", default="xpublish,titiler", help="peers to run, comma-separated")
     ap.add_argument("--rescale", default="235,315", help="colour range given to both servers")
     ap.add_argument("--accept-encoding", default=None,
                     help="Accept-Encoding header wrk sends (default none, as wrk does)")
@@ -413,34 +459,42 @@ def main():
     if not os.path.isfile(os.path.join(data, "map.zarr", "zarr.json")):
         sys.exit(f"{data}/map.zarr missing: run bench/make_map_data.py {data}")
     list_path = os.path.join(data, "map_tiles.txt")
-    tiles = tile_list(list_path)
+    tiles = tile_list(list_path, os.path.join(data, "map_tiles_xy.txt"))
     binary, zmeta = snapshot(args.bin, data)
     import importlib.metadata as md
     meta = {"zarr_serve": zmeta, "ntiles": len(tiles),
             "list": "all of z2 and z3, 80 seeded random tiles each at z4, z5, z6",
             "xpublish_tiles": md.version("xpublish-tiles"), "xpublish": md.version("xpublish"),
+            "titiler_xarray": md.version("titiler-xarray"),
             "uvicorn": md.version("uvicorn"), "python": sys.version.split()[0]}
     t0 = time.time()
     results = []
     workers = [int(w) for w in args.workers.split(",") if w]
+    step = latest_time_step(data)
+    makers = {
+        "xpublish": lambda w: XpublishTiles(sys.executable, data, args.rescale, w),
+        "titiler": lambda w: Titiler(sys.executable, data, args.rescale, w, step),
+    }
+    peers = [p for p in args.peers.split(",") if p]
     zs = ZarrServe(binary, data, args.rescale)
-    xp = None
+    peer = None
+    rows = {}
     try:
-        xp = XpublishTiles(sys.executable, data, args.rescale, workers[0])
-        log(f"zarr-serve on {zs.base}, {xp.name} on {xp.base}; comparing {len(COMPARE)} tiles ...")
-        rows = compare(zs, xp, COMPARE, args.tol)
-        for c in rows:
-            log("  " + json.dumps(c))
         results.append(bench(zs, tiles, list_path, args))
-        for i, w in enumerate(workers):
-            if i > 0:
-                xp = XpublishTiles(sys.executable, data, args.rescale, w)
-            results.append(bench(xp, tiles, list_path, args))
-            xp.stop()
-            xp = None
+        for name in peers:
+            for w in workers:
+                peer = makers[name](w)
+                if peer.name not in rows and w == workers[0]:
+                    log(f"zarr-serve on {zs.base}, {peer.name} on {peer.base}; comparing {len(COMPARE)} tiles ...")
+                    rows[peer.name] = compare(zs, peer, COMPARE, args.tol)
+                    for c in rows[peer.name]:
+                        log("  " + json.dumps(c))
+                results.append(bench(peer, tiles, list_path, args))
+                peer.stop()
+                peer = None
     finally:
-        if xp:
-            xp.stop()
+        if peer:
+            peer.stop()
         zs.stop()
     md_text = table(results, rows, args, meta)
     md_text += f"\nRun time {time.time() - t0:.0f} s.\n"

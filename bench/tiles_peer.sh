@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Map tiles against xpublish-tiles (issue 28): one command, about 5 minutes on 2 cores.
+# Map tiles against xpublish-tiles (issue 28) and titiler-xarray (issue 45): one command,
+# about 8 minutes on 2 cores.
 #
 #   bench/tiles_peer.sh [--duration 20] [--runs 3] [--conns 32] [--workers 1,2] ...
 #
 # 1. makes .venv-tiles-bench (Python 3.12: xpublish-tiles needs >= 3.12) from
-#    bench/requirements-tiles.txt
+#    bench/requirements-tiles.txt (xpublish-tiles and titiler-xarray)
 # 2. writes bench-data/map.zarr with bench/make_map_data.py unless it is complete
-# 3. bench/tiles_peer.py: the tile list, zarr-serve and xpublish-tiles (uvicorn)
+# 3. bench/tiles_peer.py: the tile list, zarr-serve, xpublish-tiles and titiler-xarray (uvicorn)
 #    on free loopback ports, a pixel comparison, warm-up, wrk runs, the table
 #    (bench-data/tiles_peer.md, raw figures in bench-data/tiles_peer.json)
-# Uses the already-built binary (BENCH_SERVER_BIN, default target/release/zarr-serve);
+# Uses the already-built binary (BENCH_SERVER_BIN, default target/dist/zarr-serve);
 # never runs cargo. Needs wrk on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 DATA=${BENCH_DATA:-$ROOT/bench-data}
 VENV=${TILES_VENV:-$ROOT/.venv-tiles-bench}
-BIN=${BENCH_SERVER_BIN:-$ROOT/target/release/zarr-serve}
+BIN=${BENCH_SERVER_BIN:-$ROOT/target/dist/zarr-serve}
 step() { printf '\n==> %s\n' "$*" >&2; }
 T0=$(date +%s)
 

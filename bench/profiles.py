@@ -3,8 +3,11 @@
 the quick start's `cargo run --release` builds: optimised, no optimisation across crates)
 against `dist` (fat LTO, one code-generation unit: the Dockerfile and the benchmarks).
 
-    python bench/profiles.py --release target/release/zarr-serve --dist target/dist/zarr-serve
+    python bench/profiles.py release=target/release/zarr-serve dist=target/dist/zarr-serve
                              [--runs 3] [--duration 10]
+
+Any two binaries can be set against each other the same way (NAME=PATH, the second over
+the first in the ratios): the code before and after a change, say.
 
 Run with .venv-tiles-bench's Python after bench/tiles_peer.sh and bench/edr_peer.sh have
 made their data: bench-data/map.zarr with its tile list, and .cache/bench-edr (the EDR
@@ -106,8 +109,7 @@ MEASURES = [("tiles", "tiles/s", "CPU-s/1000 tiles", 1000, tiles),
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--release", required=True)
-    ap.add_argument("--dist", required=True)
+    ap.add_argument("binaries", nargs=2, metavar="NAME=PATH", help="the two binaries, the second over the first")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--tiles-data", default=os.path.join(ROOT, "bench-data"))
@@ -115,31 +117,32 @@ def main():
     stores = glob.glob(os.path.join(EDR_DATA, "edr-365x45x45.zarr"))
     if not stores or not os.path.isfile(os.path.join(args.tiles_data, "map_tiles.txt")):
         sys.exit("run bench/tiles_peer.sh and bench/edr_peer.sh first (their data)")
-    figures = {p: {m[0]: [] for m in MEASURES} for p in ("release", "dist")}
+    binaries = dict(b.split("=", 1) for b in args.binaries)
+    a, b = binaries
+    figures = {p: {m[0]: [] for m in MEASURES} for p in binaries}
     for run in range(args.runs):
-        for profile in ("release", "dist"):
-            server = Server(profile, getattr(args, profile), args.tiles_data, stores[0])
+        for profile, binary in binaries.items():
+            server = Server(profile, binary, args.tiles_data, stores[0])
             try:
                 tiles(server, args)  # the untimed pass
                 for name, _, _, scale, measure in MEASURES:
                     rate, cost = measure(server, args)
                     figures[profile][name].append((rate, cost * scale))
-                    print(f"  run {run + 1} {profile:8} {name:9} {rate:9.1f} {cost * scale:9.3f}",
+                    print(f"  run {run + 1} {profile:10} {name:9} {rate:9.1f} {cost * scale:9.3f}",
                           file=sys.stderr, flush=True)
             finally:
                 server.stop()
-    versions = {p: subprocess.run([getattr(args, p), "--version"], capture_output=True, text=True).stdout.strip()
-                for p in ("release", "dist")}
-    print(f"Build profiles on the same requests ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
-          f"{args.runs} alternating runs, medians): release = {args.release} ({versions['release']}), "
-          f"dist = {args.dist} ({versions['dist']})\n")
-    print(f"| workload | rate | release | dist | dist / release | server CPU | release | dist | dist / release |")
+    print(f"Two binaries on the same requests ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+          f"{args.runs} alternating runs, medians): {a} = {binaries[a]}, {b} = {binaries[b]}\n")
+    print(f"| workload | rate | {a} | {b} | {b} / {a} | server CPU | {a} | {b} | {b} / {a} |")
     print("|---|---|---:|---:|---:|---|---:|---:|---:|")
     for name, rate_unit, cost_unit, _, _ in MEASURES:
-        r = [statistics.median(v[i] for v in figures["release"][name]) for i in (0, 1)]
-        d = [statistics.median(v[i] for v in figures["dist"][name]) for i in (0, 1)]
+        r = [statistics.median(v[i] for v in figures[a][name]) for i in (0, 1)]
+        d = [statistics.median(v[i] for v in figures[b][name]) for i in (0, 1)]
         print(f"| {name} | {rate_unit} | {r[0]:.1f} | {d[0]:.1f} | {d[0] / r[0]:.3f} | {cost_unit} | "
               f"{r[1]:.3f} | {d[1]:.3f} | {d[1] / r[1]:.3f} |")
+    print("\neach run: " + "; ".join(f"{p} {n} " + " / ".join(f"{v[0]:.1f}" for v in figures[p][n])
+                                     for p in binaries for n in figures[p]))
 
 
 if __name__ == "__main__":

@@ -206,7 +206,7 @@ pub(crate) fn format_instant(ns: i128) -> String {
     if fraction != 0 {
         let mut digits = fraction;
         let mut width = 9;
-        while digits % 10 == 0 {
+        while digits.is_multiple_of(10) {
             digits /= 10;
             width -= 1;
         }

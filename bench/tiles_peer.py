@@ -197,51 +197,50 @@ class ZarrServe(Proc):
                    env, data, "/readyz")
 
 
-class XpublishTiles(Proc):
-    def __init__(self, python, data, rescale, workers):
-        self.name = f"xpublish-tiles ({workers} worker{'s' if workers > 1 else ''})"
+class Uvicorn(Proc):
+    """A peer: an ASGI app of bench/ under uvicorn with `workers` workers."""
+
+    prefix = "/tiles/WebMercatorQuad/"
+
+    def serve(self, python, data, label, app, workers, probe, **env):
+        self.name = f"{label} ({workers} worker{'s' if workers > 1 else ''})"
         self.workers = workers
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.logpath = os.path.join(data, f"tiles_peer-xpublish-w{workers}.log")
-        self.prefix = "/tiles/WebMercatorQuad/"
-        # f=image/png is required: xpublish-tiles 0.12.0 answers 500 without it
-        # (its default format skips validation and reaches Pillow as "image/png")
-        self.query = (f"?variables={VARIABLE}&style=raster/viridis&colorscalerange={rescale}"
-                      "&width=256&height=256&f=image/png")
-        # NUMBA_NUM_THREADS limited to the cores, as xpublish-tiles' deployment notes advise
-        env = dict(os.environ, TILES_BENCH_ZARR=os.path.join(data, "map.zarr"),
-                   NUMBA_NUM_THREADS=str(os.cpu_count() or 2), PYTHONWARNINGS="ignore")
-        self.start([python, "-m", "uvicorn", "--app-dir", HERE, "tiles_xpublish_app:app",
+        self.logpath = os.path.join(data, f"tiles_peer-{app.split('_')[1]}-w{workers}.log")
+        env = dict(os.environ, TILES_BENCH_ZARR=os.path.join(data, "map.zarr"), PYTHONWARNINGS="ignore", **env)
+        self.start([python, "-m", "uvicorn", "--app-dir", HERE, f"{app}:app",
                     "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(workers),
                     "--no-access-log", "--log-level", "warning"],
-                   env, data, "/tiles/tileMatrixSets")
+                   env, data, probe)
 
     def url(self, tile):
         return self.base + self.prefix + tile + self.query
 
 
-ZarrServe.url = XpublishTiles.url
+class XpublishTiles(Uvicorn):
+    def __init__(self, python, data, rescale, workers):
+        # f=image/png is required: xpublish-tiles 0.12.0 answers 500 without it
+        # (its default format skips validation and reaches Pillow as "image/png")
+        self.query = (f"?variables={VARIABLE}&style=raster/viridis&colorscalerange={rescale}"
+                      "&width=256&height=256&f=image/png")
+        # NUMBA_NUM_THREADS limited to the cores, as xpublish-tiles' deployment notes advise
+        self.serve(python, data, "xpublish-tiles", "tiles_xpublish_app", workers, "/tiles/tileMatrixSets",
+                   NUMBA_NUM_THREADS=str(os.cpu_count() or 2))
 
 
-class Titiler(Proc):
+ZarrServe.url = Uvicorn.url
+
+
+class Titiler(Uvicorn):
     """titiler-xarray (bench/tiles_titiler_app.py): tile paths are z/column/row."""
 
+    list_name = "map_tiles_xy.txt"
+
     def __init__(self, python, data, rescale, workers, time_step):
-        self.name = f"titiler-xarray ({workers} worker{'s' if workers > 1 else ''})"
-        self.workers = workers
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.logpath = os.path.join(data, f"tiles_peer-titiler-w{workers}.log")
-        self.prefix = "/tiles/WebMercatorQuad/"
         self.query = (f".png?variable={VARIABLE}&sel=time={time_step}&colormap_name=viridis"
                       f"&rescale={rescale}&tilesize=256")
-        self.list_name = "map_tiles_xy.txt"
-        env = dict(os.environ, TILES_BENCH_ZARR=os.path.join(data, "map.zarr"), PYTHONWARNINGS="ignore")
-        self.start([python, "-m", "uvicorn", "--app-dir", HERE, "tiles_titiler_app:app",
-                    "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(workers),
-                    "--no-access-log", "--log-level", "warning"],
-                   env, data, "/healthz")
+        self.serve(python, data, "titiler-xarray", "tiles_titiler_app", workers, "/healthz")
 
     def url(self, tile):
         z, r, c = tile.split("/")

@@ -6,8 +6,8 @@
 //!   use a cached index are conditional on that ETag;
 //! - decoded chunks and inner chunks, keyed by the object's ETag, of
 //!   small reads (tiles) and of hot small answers (a series at a point
-//!   asked for again: [`Keep`]). A read that fetches nothing (its chunks cached or empty) first
-//!   asks the store for the shard's current ETag (a HEAD; a stat on local
+//!   asked for again: [`Keep`]). A read that fetches nothing (its chunks
+//!   cached or empty) first asks the store for the shard's current ETag (a HEAD; a stat on local
 //!   disks), so a rewritten shard's chunks are never served; a read that
 //!   fetches any range is conditional on that ETag anyway.
 //!
@@ -59,7 +59,7 @@ pub(crate) const CACHEABLE_READ_BYTES: u64 = 4 << 20;
 
 /// Reads answering at most this many bytes that decode more than
 /// [`CACHEABLE_READ_BYTES`] (a point's series through many chunks, an EDR
-/// position, GetFeatureInfo) keep only the chunks asked for before.
+/// position, GetFeatureInfo) keep only the chunks they missed before.
 pub(crate) const SMALL_ANSWER_BYTES: u64 = 1 << 20;
 
 /// Chunks (by dataset, key and inner index) remembered as asked for by a
@@ -81,7 +81,7 @@ pub(crate) enum Keep {
     Never,
     /// Keep every chunk.
     All,
-    /// Keep the chunks asked for before ([`Caches::offer`]).
+    /// Offer the chunks missed before ([`Caches::offer`]).
     Hot,
 }
 
@@ -178,7 +178,7 @@ impl Caches {
 
     /// Whether a small answer that missed chunk `inner` of `key`
     /// (`WHOLE_CHUNK` for an unsharded one) should offer it to the cache
-    /// once decoded: at the 2nd, 4th, 8th, ... asking. The first asking
+    /// once decoded: at its 2nd, 4th, 8th, ... miss. The first miss
     /// keeps nothing (a position asked once costs the cache nothing); the
     /// cache may refuse an offer (TinyLFU: the chunk was asked for less
     /// often than what it would evict), and each refused offer costs a

@@ -561,6 +561,19 @@ mod tests {
         assert_eq!(pinned(current).await.unwrap().0.to_vec(), [0]);
     }
 
+    /// Dataset "t" of `dir`, with a 64 MiB decoded-chunk cache.
+    fn cached_dataset(dir: &std::path::Path) -> (Dataset, Arc<Resources>) {
+        let resources = Arc::new(Resources::new(&ResourceOptions {
+            caches: crate::engine::CacheOptions {
+                decoded_chunk_bytes: 64 << 20,
+                ..Default::default()
+            },
+            ..ResourceOptions::default()
+        }));
+        let store = Store::open(dir.to_str().unwrap(), &StoreOptions::default()).unwrap();
+        (Dataset::new("t", None, store, resources.clone()), resources)
+    }
+
     /// Reads that decode at most 4 MiB of inner chunks keep them in the
     /// decoded-chunk cache; larger ones (a wide region, points spread over
     /// many chunks) leave it alone.
@@ -569,15 +582,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // 32 inner chunks, 8 MiB.
         write_sharded(dir.path(), "b", 8);
-        let resources = Arc::new(Resources::new(&ResourceOptions {
-            caches: crate::engine::CacheOptions {
-                decoded_chunk_bytes: 64 << 20,
-                ..Default::default()
-            },
-            ..ResourceOptions::default()
-        }));
-        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
-        let dataset = Dataset::new("t", None, store, resources.clone());
+        let (dataset, resources) = cached_dataset(dir.path());
         let cached = || async {
             let chunks = &resources.caches().decoded_chunks;
             chunks.run_pending_tasks().await;
@@ -614,15 +619,7 @@ mod tests {
     async fn small_answers_keep_the_chunks_asked_for_again() {
         let dir = tempfile::tempdir().unwrap();
         write_sharded(dir.path(), "b", 8);
-        let resources = Arc::new(Resources::new(&ResourceOptions {
-            caches: crate::engine::CacheOptions {
-                decoded_chunk_bytes: 64 << 20,
-                ..Default::default()
-            },
-            ..ResourceOptions::default()
-        }));
-        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
-        let dataset = Dataset::new("t", None, store, resources.clone());
+        let (dataset, resources) = cached_dataset(dir.path());
         let (dataset, resources) = (&dataset, &resources);
         let cached = || async move {
             let chunks = &resources.caches().decoded_chunks;
@@ -670,15 +667,7 @@ mod tests {
         for c in 0..5u8 {
             std::fs::write(dir.path().join(format!("u/c/0/{c}")), vec![c + 1; 1 << 20]).unwrap();
         }
-        let resources = Arc::new(Resources::new(&ResourceOptions {
-            caches: crate::engine::CacheOptions {
-                decoded_chunk_bytes: 64 << 20,
-                ..Default::default()
-            },
-            ..ResourceOptions::default()
-        }));
-        let store = Store::open(dir.path().to_str().unwrap(), &StoreOptions::default()).unwrap();
-        let dataset = Dataset::new("t", None, store, resources.clone());
+        let (dataset, resources) = cached_dataset(dir.path());
         let points = Selection::points((0..5i64).map(|c| vec![7, c * 1024 + 3]).collect());
         let mut decoded = Vec::new();
         for _ in 0..3 {

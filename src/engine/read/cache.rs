@@ -178,17 +178,17 @@ impl Caches {
 
     /// Whether a small answer that missed chunk `inner` of `key`
     /// (`WHOLE_CHUNK` for an unsharded one) should offer it to the cache
-    /// once decoded: at its 2nd, 4th, 8th, ... miss. The first miss
-    /// keeps nothing (a position asked once costs the cache nothing); the
-    /// cache may refuse an offer (TinyLFU: the chunk was asked for less
-    /// often than what it would evict), and each refused offer costs a
-    /// copy of the chunk, so a chunk that keeps missing is offered ever
-    /// more rarely.
+    /// once decoded: at its 2nd, 4th and 8th miss, then every 8th. The
+    /// first miss keeps nothing (a position asked once costs the cache
+    /// nothing); the cache may refuse an offer (TinyLFU: the chunk was
+    /// asked for less often than what it would evict), and each refused
+    /// offer costs a copy of the chunk, so a chunk that keeps missing is
+    /// offered at most once in 8 misses (a copy of it against 8 decodes).
     pub(crate) fn offer(&self, scope: &str, key: &str, inner: usize) -> bool {
         let hash = chunk_hash(scope, key, inner);
         let missed = self.seen.get(&hash).unwrap_or(0).saturating_add(1);
         self.seen.insert(hash, missed);
-        missed >= 2 && missed.is_power_of_two()
+        matches!(missed, 2 | 4) || missed.is_multiple_of(8)
     }
 
     /// Whether a small answer missed this chunk before (then it may be in

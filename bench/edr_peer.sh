@@ -47,7 +47,7 @@
 #
 # 8. hot positions (issue 45): bench/edr_check.py's zipf list (4000 positions drawn from a
 #    Zipf law over the grid's cells) against zarr-serve alone, once for each decoded-chunk
-#    cache size of EDR_ZIPF_CACHES (MiB, default "128 1024": the default and one that holds
+#    cache size of EDR_ZIPF_CACHES (MiB, default "128 1024", empty to skip: the default and one that holds
 #    the store's hot columns), each a fresh server: one untimed wrk pass, then EDR_RUNS
 #    timed ones, EDR_CONNS clients. EDR_BASELINE_BIN (optional) runs the same with another
 #    binary (the one before the change), so "today's rate" is measured in the same run.
@@ -71,7 +71,7 @@ POINTS=${EDR_POINTS:-16}
 CHUNKS=${EDR_CHUNKS:-365,45,45}
 AREA_DATETIME=${EDR_AREA_DATETIME:-2005-01-01/2005-12-31}
 XP_WORKERS=${EDR_XP_WORKERS:-1}
-ZIPF_CACHES=${EDR_ZIPF_CACHES:-128 1024}
+ZIPF_CACHES=${EDR_ZIPF_CACHES-128 1024}
 BASELINE_BIN=${EDR_BASELINE_BIN:-}
 CSV_TIME=1960:2020  # 60 days, with the missing day 1994 (empty cells)
 BIG_TIME=365:1460   # 1095 days: three whole time chunks, with the missing day 997

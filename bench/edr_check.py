@@ -20,7 +20,7 @@
     edr_check.py floor ZARR DIR
         what the position questions cost libzstd alone: each point's series decodes the
         chunks of its column (11), decoded with one reused context (bench/floor.py's
-        zstd_library), least CPU of 5 passes; prints "SECONDS_PER_ANSWER CHUNKS_PER_ANSWER"
+        least_decode_cpu), least CPU of 5 passes; prints "SECONDS_PER_ANSWER CHUNKS_PER_ANSWER"
         (the mean over the points).
 
     edr_check.py edr ZARR DIR
@@ -114,8 +114,7 @@ def zipf_list(out, zs):
 
 def position_floor(zarr_path, d):
     """libzstd's CPU-s per position answer (see the module's doc)."""
-    import ctypes
-    from floor import least_cpu, zstd_library
+    from floor import least_decode_cpu
     meta = json.load(open(os.path.join(zarr_path, "tas", "zarr.json")))
     ct, clat, clon = meta["chunk_grid"]["configuration"]["chunk_shape"]
     nt = meta["shape"][0]
@@ -127,18 +126,7 @@ def position_floor(zarr_path, d):
         for t in range((nt + ct - 1) // ct):
             with open(os.path.join(zarr_path, "tas", "c", str(t), str(iy // clat), str(ix // clon)), "rb") as f:
                 blobs.append(f.read())
-    lib, version = zstd_library()
-    out = ctypes.create_string_buffer(size)
-    dctx = lib.ZSTD_createDCtx()
-
-    def decode_all():
-        for blob in blobs:
-            if lib.ZSTD_decompressDCtx(dctx, out, size, blob, len(blob)) != size:
-                raise RuntimeError("a chunk did not decode to its size")
-    try:
-        best = least_cpu(5, decode_all)
-    finally:
-        lib.ZSTD_freeDCtx(dctx)
+    best, version = least_decode_cpu(blobs, size, 5)
     n = len(q["points"])
     print(f"{best / n:.6f} {len(blobs) // n} libzstd {version}")
     return True

@@ -390,6 +390,15 @@ fmt_derived() {
 fmt_median() { fmt_derived "$1" | awk -v c="$2" '{ print $c }' | median; }
 thousands() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 erow() { printf '%-9s %-22s %7s %-26s %9s %8s %8s %10s %12s %10s\n' "$@"; }
+# edr_row QUERY NAME LABEL CLIENTS: the table's row of those runs (nothing when none ran)
+edr_row() {
+  local q=$1 name=$2 l=$3 c=$4 runs
+  runs=$(edr_derived "$l" "$q" "$c" | awk '{ printf "%s%s", (NR > 1) ? " / " : "", $2 }')
+  [ -n "$runs" ] || return 0
+  erow "$q" "$name" "$c" "$runs" "$(edr_median "$l" "$q" "$c" 2)" "$(edr_median "$l" "$q" "$c" 3)" \
+    "$(edr_median "$l" "$q" "$c" 4)" "$(edr_median "$l" "$q" "$c" 5)" \
+    "$(thousands "$(edr_median "$l" "$q" "$c" 6)")" "$(edr_median "$l" "$q" "$c" 7)"
+}
 frow() { printf '%-9s %6s %13s %8s %8s %8s %9s %9s\n' "$@"; }
 # ratio_line TEXT A B [TARGET]: A / B, against TARGET when given
 ratio_line() {
@@ -402,7 +411,7 @@ ratio_line() {
 }
 
 report() {
-  local q c l name runs
+  local q c l name
   echo "OGC API EDR against xpublish-edr, and region downloads ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $LOAD0 before, $LOAD1 after)"
   echo "zarr-serve: $("$SERVER" --version)  |  peer: $("$PY" -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("xpublish-edr", "xpublish", "xarray", "zarr", "dask", "numpy", "uvicorn")))')"
   echo "store: $STORE: tas(time, lat, lon) float32 ${NT}x${NLAT}x${NLON}, chunks ${CT}x${CLAT}x${CLON} ($(awk -v a="$CT" -v b="$CLAT" -v c="$CLON" 'BEGIN { printf "%.2f", a * b * c * 4 / 1e6 }') MB decoded), zstd level 3, written by xarray (Zarr v3)"
@@ -425,29 +434,16 @@ report() {
         *) name="xpublish-edr ${l#xp} workers" ;;
       esac
       for c in 1 "$CONNS"; do
-        runs=$(edr_derived "$l" "$q" "$c" | awk '{ printf "%s%s", (NR > 1) ? " / " : "", $2 }')
-        [ -n "$runs" ] || continue
-        erow "$q" "$name" "$c" "$runs" "$(edr_median "$l" "$q" "$c" 2)" "$(edr_median "$l" "$q" "$c" 3)" \
-          "$(edr_median "$l" "$q" "$c" 4)" "$(edr_median "$l" "$q" "$c" 5)" \
-          "$(thousands "$(edr_median "$l" "$q" "$c" 6)")" "$(edr_median "$l" "$q" "$c" 7)"
+        edr_row "$q" "$name" "$l" "$c"
       done
     done
   done
   for mib in $ZIPF_CACHES; do
-    for l in "zs-$mib" "base-$mib"; do
-      runs=$(edr_derived "$l" zipf "$CONNS" | awk '{ printf "%s%s", (NR > 1) ? " / " : "", $2 }')
-      [ -n "$runs" ] || continue
-      case $l in zs-*) name="zarr-serve, $mib MiB" ;; *) name="baseline, $mib MiB" ;; esac
-      erow zipf "$name" "$CONNS" "$runs" "$(edr_median "$l" zipf "$CONNS" 2)" \
-        "$(edr_median "$l" zipf "$CONNS" 3)" "$(edr_median "$l" zipf "$CONNS" 4)" "$(edr_median "$l" zipf "$CONNS" 5)" \
-        "$(thousands "$(edr_median "$l" zipf "$CONNS" 6)")" "$(edr_median "$l" zipf "$CONNS" 7)"
-    done
+    edr_row zipf "zarr-serve, $mib MiB" "zs-$mib" "$CONNS"
+    edr_row zipf "baseline, $mib MiB" "base-$mib" "$CONNS"
   done
   [ -z "$BASELINE_BIN" ] || echo "zipf: baseline = $BASELINE_BIN ($BASELINE_VERSION); cache sizes in MiB"
-  runs=$(edr_derived zs-nocache position 1 | awk '{ printf "%s%s", (NR > 1) ? " / " : "", $2 }')
-  [ -z "$runs" ] || erow position "zarr-serve, no cache" 1 "$runs" "$(edr_median zs-nocache position 1 2)" \
-    "$(edr_median zs-nocache position 1 3)" "$(edr_median zs-nocache position 1 4)" "$(edr_median zs-nocache position 1 5)" \
-    "$(thousands "$(edr_median zs-nocache position 1 6)")" "$(edr_median zs-nocache position 1 7)"
+  edr_row position "zarr-serve, no cache" zs-nocache 1
   echo "position floor: $FLOOR (libzstd CPU-s an answer, chunks an answer)"
   echo
   echo "answers and values:"

@@ -113,24 +113,31 @@ def zstd_library():
     return lib, f"{v // 10000}.{v // 100 % 100}.{v % 100}"
 
 
-def measure_decode(data, n):
-    """CPU-s per decoded GB of libzstd on the volume's chunks, one reused decoding context
-    (best of n passes), and the bytes the region needs decoded at least."""
+def least_decode_cpu(blobs, size, n):
+    """The least CPU-s of this thread, in n passes, that libzstd takes to decode every
+    blob (each to `size` bytes) with one reused context, as a server does; and the
+    library's version."""
     import ctypes
     lib, version = zstd_library()
-    chunks = list(shard_chunks(data))
-    size = INNER[0] * INNER[1] * INNER[2] * ITEM
     out = ctypes.create_string_buffer(size)
     dctx = lib.ZSTD_createDCtx()
 
     def decode_all():
-        for _, blob in chunks:
+        for blob in blobs:
             if lib.ZSTD_decompressDCtx(dctx, out, size, blob, len(blob)) != size:
-                raise RuntimeError("an inner chunk did not decode to its size")
+                raise RuntimeError("a chunk did not decode to its size")
     try:
-        best = least_cpu(n, decode_all)
+        return least_cpu(n, decode_all), version
     finally:
         lib.ZSTD_freeDCtx(dctx)
+
+
+def measure_decode(data, n):
+    """CPU-s per decoded GB of libzstd on the volume's chunks, one reused decoding context
+    (best of n passes), and the bytes the region needs decoded at least."""
+    chunks = list(shard_chunks(data))
+    size = INNER[0] * INNER[1] * INNER[2] * ITEM
+    best, version = least_decode_cpu([blob for _, blob in chunks], size, n)
     decoded = len(chunks) * size
     return {"chunks": len(chunks), "decoded_bytes": decoded,
             "stored_bytes": sum(len(b) for _, b in chunks),

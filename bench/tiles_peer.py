@@ -151,7 +151,14 @@ def tile_list(path, xy_path):
 
 
 class Proc:
-    """A server on a free loopback port; stop() ends it and its children."""
+    """A server on a free loopback port; stop() ends it and its children. A tile
+    server has a `prefix` and a `query` around each tile of the list file
+    `list_name`."""
+
+    list_name = "map_tiles.txt"
+
+    def url(self, tile):
+        return self.base + self.prefix + tile + self.query
 
     def start(self, cmd, env, cwd, probe):
         self.logf = open(self.logpath, "w")
@@ -214,9 +221,6 @@ class Uvicorn(Proc):
                     "--no-access-log", "--log-level", "warning"],
                    env, data, probe)
 
-    def url(self, tile):
-        return self.base + self.prefix + tile + self.query
-
 
 class XpublishTiles(Uvicorn):
     def __init__(self, python, data, rescale, workers):
@@ -227,9 +231,6 @@ class XpublishTiles(Uvicorn):
         # NUMBA_NUM_THREADS limited to the cores, as xpublish-tiles' deployment notes advise
         self.serve(python, data, "xpublish-tiles", "tiles_xpublish_app", workers, "/tiles/tileMatrixSets",
                    NUMBA_NUM_THREADS=str(os.cpu_count() or 2))
-
-
-ZarrServe.url = Uvicorn.url
 
 
 class Titiler(Uvicorn):
@@ -345,7 +346,7 @@ def wrk(server, list_path, duration, conns, threads, encoding=None):
 
 
 def bench(server, tiles, list_path, args):
-    list_path = os.path.join(os.path.dirname(list_path), getattr(server, "list_name", os.path.basename(list_path)))
+    list_path = os.path.join(os.path.dirname(list_path), server.list_name)
     log(f"{server.name}: warm-up pass of {len(tiles)} tiles ...")
     w = warm(server, tiles)
     log(f"  {w['seconds']:.1f} s ({w['tiles_per_s']:.0f} tiles/s at 8 clients), "

@@ -204,16 +204,12 @@ pub(crate) fn format_instant(ns: i128) -> String {
     out.pop();
     let fraction = (rest % 1_000_000_000) as u32;
     if fraction != 0 {
-        let mut digits = fraction;
-        let mut width = 9;
+        let (mut digits, mut width) = (fraction, 9);
         while digits.is_multiple_of(10) {
             digits /= 10;
             width -= 1;
         }
-        out.push('.');
-        let text = digits.to_string();
-        out.extend(std::iter::repeat_n('0', width - text.len()));
-        out.push_str(&text);
+        let _ = write!(out, ".{digits:0width$}");
     }
     out
 }

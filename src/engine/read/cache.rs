@@ -7,9 +7,10 @@
 //! - decoded chunks and inner chunks, keyed by the object's ETag, of
 //!   small reads (tiles) and of hot small answers (a series at a point
 //!   asked for again: [`Keep`]). A read that fetches nothing (its chunks
-//!   cached or empty) first asks the store for the shard's current ETag (a HEAD; a stat on local
-//!   disks), so a rewritten shard's chunks are never served; a read that
-//!   fetches any range is conditional on that ETag anyway.
+//!   cached or empty) first asks the store for the shard's current ETag
+//!   (a HEAD; a stat on local disks), so a rewritten shard's chunks are
+//!   never served; a read that fetches any range is conditional on that
+//!   ETag anyway.
 //!
 //! Both shard caches trust the store's ETag to change when an object does
 //! (for local files: inode, modification time in microseconds and size, as
@@ -21,6 +22,7 @@ use std::time::Duration;
 use moka::future::Cache;
 
 use crate::engine::format::codec::array_to_bytes::sharding::ShardIndex;
+use crate::engine::format::codec::ChunkRepr;
 use crate::engine::query::node::Node;
 
 /// Cache sizes and lifetimes.
@@ -62,19 +64,19 @@ pub(crate) const CACHEABLE_READ_BYTES: u64 = 4 << 20;
 /// position, GetFeatureInfo) keep only the chunks they missed before.
 pub(crate) const SMALL_ANSWER_BYTES: u64 = 1 << 20;
 
-/// Chunks (by dataset, key and inner index) remembered as asked for by a
-/// small answer, for [`Keep::Hot`].
+/// Chunks (by dataset, key and inner index) whose misses by small answers
+/// are counted, for [`Keep::Hot`].
 const SEEN_CHUNKS: u64 = 1 << 16;
 
 /// Which of its decoded chunks a read keeps in the decoded-chunk cache.
 ///
 /// A scan (a wide region, a big answer) keeps none, so it never evicts
 /// what small reads reuse. A small read (a tile) keeps all. A small answer
-/// that decodes much (a series) offers a chunk to the cache from the second
-/// time it is asked for ([`Caches::offer`]), so a position asked for once
-/// costs the cache nothing, and one asked for again stays decoded; whether
-/// it then displaces what is there is moka's TinyLFU admission: by how
-/// often each was asked for.
+/// that decodes much (a series) offers the chunks it keeps missing
+/// ([`Caches::offer`]), so a position asked for once costs the cache
+/// nothing, and one asked for again stays decoded; whether it then
+/// displaces what is there is moka's TinyLFU admission: by how often each
+/// was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Keep {
     /// Keep nothing.
@@ -86,15 +88,15 @@ pub(crate) enum Keep {
 }
 
 impl Keep {
-    /// The rule for a read that decodes `decoded` bytes of chunks into an
+    /// The rule for a read that decodes `chunks` chunks like `repr` into an
     /// answer of `answer` bytes (`None`: a read in several slabs, or the
     /// cache off). Chunks of variable-length elements are never kept (their
     /// decoded size is not known up front).
-    pub(crate) fn rule(answer: Option<u64>, variable: bool, decoded: u64) -> Keep {
-        let Some(answer) = answer.filter(|_| !variable) else {
+    pub(crate) fn rule(answer: Option<u64>, chunks: u64, repr: &ChunkRepr) -> Keep {
+        let Some(answer) = answer.filter(|_| !repr.data_type.is_variable()) else {
             return Keep::Never;
         };
-        if decoded <= CACHEABLE_READ_BYTES {
+        if chunks.saturating_mul(repr.size_bytes() as u64) <= CACHEABLE_READ_BYTES {
             Keep::All
         } else if answer <= SMALL_ANSWER_BYTES {
             Keep::Hot

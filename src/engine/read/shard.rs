@@ -58,7 +58,8 @@ pub(super) fn pieces(
             (unit.coords, needed)
         })
         .collect();
-    let keep = keeping(codec, shards.iter().map(|(_, needed)| needed.len()), answer);
+    let chunks = shards.iter().map(|(_, needed)| needed.len() as u64).sum();
+    let keep = Keep::rule(answer, chunks, codec.inner_codecs().decoded_repr());
     let per_piece = if keep == Keep::All { usize::MAX } else { per_piece };
     shards
         .into_iter()
@@ -82,18 +83,6 @@ fn split(needed: Vec<Unit>, per_piece: usize) -> impl Iterator<Item = Vec<Unit>>
         let more = std::mem::take(&mut first) || needed.peek().is_some();
         more.then(|| needed.by_ref().take(per_piece).collect())
     })
-}
-
-/// What a read of these many inner chunks (per shard) for an answer of
-/// `answer` bytes keeps ([`Keep::rule`]).
-fn keeping(codec: &ShardingCodec, chunks: impl Iterator<Item = usize>, answer: Option<u64>) -> Keep {
-    let repr = codec.inner_codecs().decoded_repr();
-    let chunks: u64 = chunks.map(|n| n as u64).sum();
-    Keep::rule(
-        answer,
-        repr.data_type.is_variable(),
-        chunks.saturating_mul(repr.size_bytes() as u64),
-    )
 }
 
 impl Dataset {

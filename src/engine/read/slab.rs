@@ -60,10 +60,8 @@ impl Dataset {
         let resources = &self.resources;
         let shape = plan.slab_shape(slab);
         let slab_start = plan.slab_dim.map(|d| (d, plan.slabs[slab].start));
-        let size = match sink {
-            Some(_) => 0,
-            None => shape.iter().product::<u64>() as usize * meta.data_type.size(),
-        };
+        let slab_bytes = shape.iter().product::<u64>() as usize * meta.data_type.size();
+        let size = if sink.is_some() { 0 } else { slab_bytes };
         let mut held = resources.hold_slab_bytes(size).await?;
         // A whole decoded unit is the result as it is; else copy into a buffer.
         let mut whole: Option<Bytes> = None;
@@ -96,11 +94,7 @@ impl Dataset {
         let swapped = swap.is_some() && matches!(target, Target::Slab(_));
         // A read in one slab, with the cache on, may keep chunks decoded.
         let cache_on = resources.caches.decoded_chunks.policy().max_capacity() > Some(0);
-        let answer_bytes = shape
-            .iter()
-            .product::<u64>()
-            .saturating_mul(meta.data_type.size() as u64);
-        let answer = (plan.slab_count() == 1 && cache_on).then_some(answer_bytes);
+        let answer = (plan.slab_count() == 1 && cache_on).then_some(slab_bytes as u64);
         let jobs = jobs(plan, slab, resources.read.batch_bytes, answer);
         let inline = jobs.len() <= 1;
         let mut fetches = futures::stream::iter(jobs)
@@ -432,9 +426,7 @@ fn jobs(plan: &ReadPlan, slab: usize, batch_bytes: usize, answer: Option<u64>) -
     match codecs.partial_sharding() {
         None => {
             // As shard::pieces keeps inner chunks.
-            let repr = codecs.decoded_repr();
-            let decoded = (units.len() as u64).saturating_mul(repr.size_bytes() as u64);
-            let keep = Keep::rule(answer, repr.data_type.is_variable(), decoded);
+            let keep = Keep::rule(answer, units.len() as u64, codecs.decoded_repr());
             units.into_iter().map(|unit| Job::Chunk(unit, keep)).collect()
         }
         Some(codec) => {

@@ -2,8 +2,9 @@
 //! (`tests/fixtures/codecs`, see its README): every codec, data type and
 //! chunk grid zarr-python 3 and zarrs write, in v3 and v2, inside sharding
 //! too, read whole and through selections byte for byte against what those
-//! libraries read back; checksum mismatches are corrupt; zfp is refused by
-//! name (no zfp library is linked).
+//! libraries read back; checksum mismatches are corrupt. zfp and zfpy
+//! arrays are lossy, and are compared byte for byte too: zarr-serve's zfp
+//! decoder gives what libzfp gives.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,7 +45,7 @@ async fn read(ds: &Dataset, path: &str, select: &str) -> Result<(Vec<u64>, Vec<u
     Ok((plan.output_shape(), data.to_vec()))
 }
 
-/// Whether the array's metadata names zfp (left unsupported).
+/// Whether the array's metadata names zfp.
 fn uses_zfp(path: &str) -> bool {
     ["zarr.json", ".zarray"].iter().any(|name| {
         std::fs::read_to_string(root().join("data.zarr").join(path).join(name)).is_ok_and(|t| t.contains("zfp"))
@@ -69,16 +70,12 @@ async fn every_array_matches_with_tiny_slabs() {
 }
 
 async fn check_all(ds: &Dataset) {
-    let (mut checked, mut refused) = (0, 0);
+    let (mut checked, mut zfp) = (0, 0);
     let mut failures = Vec::new();
     for array in manifest()["arrays"].as_array().unwrap() {
         let path = array["path"].as_str().unwrap();
         if uses_zfp(path) {
-            match read(ds, path, "").await {
-                Err(Error::Unsupported(reason)) if reason.contains("zfp") => refused += 1,
-                other => failures.push(format!("{path}: expected 501 naming zfp, got {other:?}")),
-            }
-            continue;
+            zfp += 1;
         }
         let mut cases = vec![(String::new(), array["shape"].clone(), array["expected"].clone())];
         for sel in array["selections"].as_array().unwrap() {
@@ -110,8 +107,8 @@ async fn check_all(ds: &Dataset) {
         failures.join("\n")
     );
     assert!(
-        checked > 500 && refused > 10,
-        "{checked} cases checked, {refused} zfp arrays refused"
+        checked > 600 && zfp >= 23,
+        "{checked} cases checked, {zfp} of them zfp arrays"
     );
 }
 

@@ -281,7 +281,7 @@ async fn write_every_array(corpus: &Path) -> Tally {
             continue;
         };
         let Some(mut model) = try_read_all(&w.server, path).await else {
-            continue; // not readable here (zfp): the read suites cover its error
+            continue; // not readable here: the read suites cover its error
         };
         let size = one.len();
         let region = region(&shape);

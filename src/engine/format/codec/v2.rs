@@ -107,10 +107,22 @@ impl FilterStack {
                     return Err(super::cannot_write("bitround of big-endian elements"))
                 }
                 Numcodec::Filter(f) => f.check_writable(*data_type)?,
-                Numcodec::Elements(_) | Numcodec::Bytes(_) => {}
+                Numcodec::Elements(e) => e.check_writable()?,
+                Numcodec::Bytes(_) => {}
             }
         }
         Ok(())
+    }
+
+    /// How many elements the filter at `at` encodes: the chunk's, unless an
+    /// earlier filter changed the count (`packbits`, a bytes codec) or the
+    /// elements are variable-length.
+    fn count_before(&self, at: usize, repr: &ChunkRepr) -> Option<usize> {
+        let kept = self.filters[..at].iter().all(|(f, _)| match f {
+            Numcodec::Filter(f) => !matches!(f, Filter::PackBits),
+            Numcodec::Bytes(_) | Numcodec::Elements(_) => false,
+        });
+        (kept && self.vlen.is_none()).then(|| repr.num_elements() as usize)
     }
 
     /// Encode C-order little-endian elements of `repr`: the dtype's byte
@@ -133,11 +145,11 @@ impl FilterStack {
     /// Decode into C-order (of the encoded layout) little-endian elements of `repr`.
     pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         let mut data = encoded;
-        for (filter, data_type) in self.filters.iter().rev() {
+        for (at, (filter, data_type)) in self.filters.iter().enumerate().rev() {
             data = match filter {
                 Numcodec::Filter(f) => Bytes::from(f.decode(&data)?),
                 Numcodec::Bytes(b) => b.decode(data, None)?,
-                Numcodec::Elements(e) => Bytes::from(e.decode(&data, *data_type, None)?),
+                Numcodec::Elements(e) => Bytes::from(e.decode(&data, *data_type, self.count_before(at, repr))?),
             };
         }
         match &self.vlen {

@@ -1,6 +1,6 @@
 //! Codecs that encode typed elements into self-describing bytes:
-//! numcodecs' `pcodec` (Zarr v2 compressor; `numcodecs.pcodec` in v3) and
-//! zarr-extensions' `pcodec`.
+//! numcodecs' `pcodec` (Zarr v2 compressor; `numcodecs.pcodec` in v3),
+//! zarr-extensions' `pcodec`, and numcodecs' `zfpy` (read only).
 //!
 //! Docs: <https://numcodecs.readthedocs.io/en/stable/compression/pcodec.html>,
 //! <https://github.com/zarr-developers/zarr-extensions/tree/main/codecs/pcodec>.
@@ -8,10 +8,13 @@
 //! "delta_spec": "auto", "paging_spec": "equal_pages_up_to", ...}`. The
 //! encoded form is a standalone pco file holding the elements in C order;
 //! the configuration only tuned the encoder, so decoding reads the file's
-//! own header. `zfpy` is recognised and refused (see [`ElementsCodec::IDS`]).
+//! own header. `zfpy` chunks are zfp streams with zfp's full header
+//! (`zfpy.compress_numpy`): <https://numcodecs.readthedocs.io/en/stable/compression/zfpy.html>,
+//! decoded by [`super::zfp`].
 
 use serde_json::{Map, Value};
 
+use super::zfp::{self, Scalar};
 use crate::engine::error::{corrupt, Error, Result};
 use crate::engine::format::data_type::DataType;
 
@@ -52,11 +55,12 @@ pub(crate) enum ElementsCodec {
         /// Compression level when encoding (numcodecs' default 8).
         level: usize,
     },
+    /// A zfp stream with its header; its own mode and shape.
+    Zfpy,
 }
 
 impl ElementsCodec {
-    /// The numcodecs ids of element codecs: `zfpy` is one, and is
-    /// unsupported (no zfp library is linked).
+    /// The numcodecs ids of element codecs.
     pub(crate) const IDS: &'static [&'static str] = &["pcodec", "zfpy"];
 
     /// The codec numcodecs names `id`.
@@ -65,9 +69,8 @@ impl ElementsCodec {
             "pcodec" => Ok(Self::Pcodec {
                 level: config.get("level").and_then(Value::as_u64).map_or(8, |l| l as usize),
             }),
-            other => Err(Error::Unsupported(format!(
-                "codec \"{other}\" (zfp is not linked into this build)"
-            ))),
+            "zfpy" => Ok(Self::Zfpy),
+            other => Err(Error::Unsupported(format!("codec \"{other}\""))),
         }
     }
 
@@ -76,10 +79,12 @@ impl ElementsCodec {
     pub(crate) fn decode(&self, encoded: &[u8], data_type: DataType, count: Option<usize>) -> Result<Vec<u8>> {
         let out = match self {
             Self::Pcodec { .. } => pcodec(encoded, data_type)?,
+            Self::Zfpy => zfpy(encoded, data_type, count)?,
         };
         if let Some(count) = count.filter(|&n| n * data_type.size() != out.len()) {
             return Err(corrupt(format!(
-                "pcodec decoded {} bytes, expected {count} {} elements",
+                "{} decoded {} bytes, expected {count} {} elements",
+                self.name(),
                 out.len(),
                 data_type.name()
             )));
@@ -87,9 +92,27 @@ impl ElementsCodec {
         Ok(out)
     }
 
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Pcodec { .. } => "pcodec",
+            Self::Zfpy => "zfpy",
+        }
+    }
+
+    /// 501 unless [`ElementsCodec::encode`] can encode.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        match self {
+            Self::Pcodec { .. } => Ok(()),
+            Self::Zfpy => Err(crate::engine::format::codec::cannot_write("zfpy")),
+        }
+    }
+
     /// Compress little-endian elements of `data_type`.
     pub(crate) fn encode(&self, decoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
-        let Self::Pcodec { level } = self;
+        let level = match self {
+            Self::Pcodec { level } => level,
+            Self::Zfpy => return Err(crate::engine::format::codec::cannot_write("zfpy")),
+        };
         let config = pco::ChunkConfig::default().with_compression_level((*level).min(12));
         let failed = |e: pco::errors::PcoError| Error::Internal(format!("pcodec compression failed: {e}"));
         macro_rules! numbers {
@@ -104,6 +127,40 @@ impl ElementsCodec {
         }
         Ok(by_pco_number!(data_type, numbers))
     }
+}
+
+/// The elements of `data_type` a zfpy chunk holds, little-endian: the
+/// stream's header must name the type, and `count` elements when given
+/// (it is needed: the header alone could claim any size).
+fn zfpy(encoded: &[u8], data_type: DataType, count: Option<usize>) -> Result<Vec<u8>> {
+    let scalar = match data_type {
+        DataType::Int32 => Scalar::Int32,
+        DataType::Int64 => Scalar::Int64,
+        DataType::Float32 => Scalar::Float,
+        DataType::Float64 => Scalar::Double,
+        other => {
+            return Err(Error::Unsupported(format!(
+                "zfpy of {} (zfpy holds int32, int64, float32, float64)",
+                other.name()
+            )))
+        }
+    };
+    let Some(count) = count else {
+        return Err(Error::Unsupported(
+            "zfpy after a filter that changes the element count".into(),
+        ));
+    };
+    zfp::decode_with_header(encoded, |field| {
+        if field.scalar != scalar || field.len() != count {
+            return Err(corrupt(format!(
+                "zfpy stream holds {} {} values, the chunk {count} {}",
+                field.len(),
+                field.scalar.name(),
+                data_type.name()
+            )));
+        }
+        Ok(())
+    })
 }
 
 /// A standalone pco file's numbers of `data_type`, little-endian.
@@ -164,7 +221,25 @@ mod tests {
             let packed = codec.encode(&raw, dt).unwrap();
             assert_eq!(codec.decode(&packed, dt, Some(n)).unwrap(), raw, "{dt:?}");
         }
-        let zfpy = ElementsCodec::from_numcodecs("zfpy", &Map::new()).unwrap_err();
-        assert!(matches!(&zfpy, Error::Unsupported(m) if m.contains("zfpy")), "{zfpy}");
+        let zfpy = ElementsCodec::from_numcodecs("zfpy", &Map::new()).unwrap();
+        assert!(zfpy.check_writable().is_err() && zfpy.encode(&[0; 4], DataType::Float32).is_err());
+        let stream = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/zfp/float32_2d_reversible.zfp"
+        ))
+        .unwrap();
+        assert_eq!(zfpy.decode(&stream, DataType::Float32, Some(63)).unwrap().len(), 63 * 4);
+        for (dt, n) in [(DataType::Float32, Some(62)), (DataType::Float64, Some(63))] {
+            let e = zfpy.decode(&stream, dt, n).unwrap_err();
+            assert!(e.to_string().contains("holds 63 float32 values"), "{e}");
+        }
+        assert!(matches!(
+            zfpy.decode(&stream, DataType::Float32, None),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(
+            zfpy.decode(&stream, DataType::UInt8, Some(63)),
+            Err(Error::Unsupported(_))
+        ));
     }
 }

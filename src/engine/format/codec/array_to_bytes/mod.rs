@@ -5,6 +5,7 @@ pub(crate) mod elements;
 pub(crate) mod packbits;
 pub mod sharding;
 pub(crate) mod vlen;
+pub(crate) mod zfp;
 
 use ::bytes::Bytes;
 use serde_json::{Map, Value};
@@ -14,6 +15,7 @@ use self::elements::ElementsCodec;
 use self::packbits::PackBitsCodec;
 use self::sharding::ShardingCodec;
 use self::vlen::VlenCodec;
+use self::zfp::ZfpCodec;
 use super::ChunkRepr;
 use crate::engine::error::Result;
 use crate::engine::format::codec::cannot_write;
@@ -25,8 +27,10 @@ pub(crate) enum ArrayToBytesCodec {
     Bytes(BytesCodec),
     /// `sharding_indexed`
     Sharding(Box<ShardingCodec>),
-    /// `numcodecs.pcodec`
+    /// `numcodecs.pcodec`, `numcodecs.zfpy`
     Elements(ElementsCodec),
+    /// zarrs' `zfp` (read only)
+    Zfp(ZfpCodec),
     /// `packbits` (zarr-extensions)
     PackBits(PackBitsCodec),
     /// `vlen-utf8` and `vlen-bytes`
@@ -42,10 +46,8 @@ impl ArrayToBytesCodec {
             "vlen-utf8" | "vlen-bytes" => Some(Self::Vlen(VlenCodec::new(name, repr)?)),
             "packbits" => Some(Self::PackBits(PackBitsCodec::from_json(config, repr)?)),
             "pcodec" => Some(Self::Elements(ElementsCodec::from_numcodecs("pcodec", &Map::new())?)),
-            "zfp" => {
-                return Err(crate::engine::error::Error::Unsupported(
-                    "codec \"zfp\" (zfp is not linked into this build)".into(),
-                ))
+            "zfp" | "zarrs.zfp" | "https://codec.zarrs.dev/array_to_bytes/zfp" => {
+                Some(Self::Zfp(ZfpCodec::from_json(config, repr)?))
             }
             _ => None,
         })
@@ -56,14 +58,16 @@ impl ArrayToBytesCodec {
         match self {
             Self::Bytes(_) => Some(repr.size_bytes()),
             Self::PackBits(p) => Some(p.encoded_size(repr)),
-            Self::Sharding(_) | Self::Vlen(_) | Self::Elements(_) => None,
+            Self::Sharding(_) | Self::Vlen(_) | Self::Elements(_) | Self::Zfp(_) => None,
         }
     }
 
     /// 501 unless [`ArrayToBytesCodec::encode`] can encode chunks of `repr`.
     pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
         match self {
-            Self::Bytes(_) | Self::PackBits(_) | Self::Elements(_) | Self::Vlen(_) => Ok(()),
+            Self::Bytes(_) | Self::PackBits(_) | Self::Vlen(_) => Ok(()),
+            Self::Elements(e) => e.check_writable(),
+            Self::Zfp(_) => Err(cannot_write("zfp")),
             Self::Sharding(_) if repr.data_type.is_variable() => {
                 Err(cannot_write(&format!("{} shards", repr.data_type.name())))
             }
@@ -79,6 +83,7 @@ impl ArrayToBytesCodec {
             Self::PackBits(p) => Ok(Bytes::from(p.encode(&array, repr))),
             Self::Elements(e) => e.encode(&array, repr.data_type).map(Bytes::from),
             Self::Vlen(v) => v.encode(&array, repr),
+            Self::Zfp(_) => Err(cannot_write("zfp")),
         }
     }
 
@@ -92,6 +97,7 @@ impl ArrayToBytesCodec {
                 .decode(&encoded, repr.data_type, Some(repr.num_elements() as usize))
                 .map(::bytes::Bytes::from),
             Self::Vlen(v) => v.decode(encoded, repr),
+            Self::Zfp(z) => z.decode(&encoded, repr).map(::bytes::Bytes::from),
         }
     }
 }

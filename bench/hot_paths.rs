@@ -1,6 +1,7 @@
 //! Micro-benchmarks of the hot paths: shard-index decode, inner-chunk decode
-//! per codec, copying a decoded chunk into an output region, and filling a
-//! whole slab with chunks one by one or a row of each in turn.
+//! per codec, copying a decoded chunk into an output region, filling a
+//! whole slab with chunks one by one or a row of each in turn, and (given
+//! streams from `bench/zfp_peer.sh`) zfp decoding.
 //!
 //!     cargo bench --bench hot_paths
 
@@ -193,11 +194,45 @@ fn fill_slab(c: &mut Criterion) {
     group.finish();
 }
 
+/// zfp streams written by `bench/zfp_peer.sh` (the directory in
+/// `ZFP_BENCH_DIR`), decoded through the `numcodecs.zfpy` codec after a
+/// check against what libzfp decoded; nothing to do when it is unset.
+fn zfp_decode(c: &mut Criterion) {
+    let Some(dir) = std::env::var_os("ZFP_BENCH_DIR").map(std::path::PathBuf::from) else {
+        return;
+    };
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let mut group = c.benchmark_group("zfp_decode");
+    group.sample_size(10);
+    for case in manifest.as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let data_type = match case["dtype"].as_str().unwrap() {
+            "float32" => DataType::Float32,
+            _ => DataType::Float64,
+        };
+        let shape: Vec<u64> = serde_json::from_value(case["shape"].clone()).unwrap();
+        let repr = ChunkRepr::new(shape, data_type, vec![0; data_type.size()]);
+        let chain = CodecChain::from_json(&json!([{"name": "numcodecs.zfpy", "configuration": {}}]), &repr).unwrap();
+        let stream = Bytes::from(std::fs::read(dir.join(format!("{name}.zfp"))).unwrap());
+        let want = std::fs::read(dir.join(format!("{name}.bin"))).unwrap();
+        assert!(
+            chain.decode(stream.clone()).unwrap()[..] == want[..],
+            "{name}: not what libzfp decodes"
+        );
+        group.throughput(Throughput::Bytes(want.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &stream, |b, stream| {
+            b.iter(|| chain.decode(black_box(stream.clone())).unwrap())
+        });
+    }
+}
+
 criterion_group!(
     benches,
     inner_chunk_decode,
     shard_index_decode,
     copy_into_region,
-    fill_slab
+    fill_slab,
+    zfp_decode
 );
 criterion_main!(benches);

@@ -81,7 +81,7 @@ pub fn codecs(data: &[u8]) {
     let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
     let be = json!({"name": "bytes", "configuration": {"endian": "big"}});
     let zstd = json!({"name": "zstd", "configuration": {"level": 1}});
-    let codecs = match selector % 10 {
+    let codecs = match selector % 14 {
         0 => json!([le]),
         1 => json!([be]),
         2 => json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, le]),
@@ -94,7 +94,11 @@ pub fn codecs(data: &[u8]) {
         7 => json!([{"name": "sharding_indexed", "configuration": {
             "chunk_shape": [2, 3], "codecs": [le, zstd], "index_codecs": [le, {"name": "crc32c"}]}}]),
         8 => json!([le, zstd, {"name": "crc32c"}]),
-        _ => json!([le, {"name": "gzip", "configuration": {"level": 1}}, {"name": "crc32c"}]),
+        9 => json!([le, {"name": "gzip", "configuration": {"level": 1}}, {"name": "crc32c"}]),
+        10 => json!([{"name": "zfp", "configuration": {"mode": "fixed_rate", "rate": 8}}]),
+        11 => json!([{"name": "zfp", "configuration": {"mode": "fixed_precision", "precision": 16}}]),
+        12 => json!([{"name": "zfp", "configuration": {"mode": "reversible"}}]),
+        _ => json!([{"name": "numcodecs.zfpy", "configuration": {"mode": 4, "tolerance": 0.01}}]),
     };
     let repr = ChunkRepr::new(vec![4, 6], DataType::Float32, 0f32.to_le_bytes().to_vec());
     let chain = CodecChain::from_json(&codecs, &repr).expect("valid codecs");

@@ -92,9 +92,9 @@ fn decode_planes(stream: &mut BitReader<'_>, max_bits: u32, max_prec: u32, int_b
         for start in (0..first).step_by(64) {
             let count = (first - start).min(64);
             let mut word = stream.bits(count as u32);
-            while word != 0 {
-                data[start + word.trailing_zeros() as usize] += bit;
-                word &= word - 1;
+            for value in &mut data[start..start + count] {
+                *value |= (word & 1) << plane;
+                word >>= 1;
             }
         }
         // The rest: a group test, then the position of the next one bit.
@@ -103,13 +103,10 @@ fn decode_planes(stream: &mut BitReader<'_>, max_bits: u32, max_prec: u32, int_b
             if !stream.bit() {
                 break;
             }
-            while budget > 0 && known < size - 1 {
-                budget -= 1;
-                if stream.bit() {
-                    break;
-                }
-                known += 1;
-            }
+            let limit = budget.min((size - 1 - known) as u32);
+            let (zeros, one) = stream.zeros_then_one(limit);
+            budget -= zeros + u32::from(one);
+            known += zeros as usize;
             data[known] += bit;
             known += 1;
         }
@@ -118,16 +115,16 @@ fn decode_planes(stream: &mut BitReader<'_>, max_bits: u32, max_prec: u32, int_b
 }
 
 /// Decode one block of integers of `dims` dimensions into `block` (in
-/// `x`-fastest order); the bits read, at least `min_bits`.
+/// `x`-fastest order), with `planes` (as long) as scratch; the bits read,
+/// at least `min_bits`.
 pub(super) fn decode_ints<I: Int>(
     stream: &mut BitReader<'_>,
     dims: usize,
     (min_bits, max_bits, max_prec): (u32, u32, u32),
     reversible: bool,
+    planes: &mut [u64],
     block: &mut [I],
 ) -> u32 {
-    let mut planes = [0u64; MAX_BLOCK];
-    let planes = &mut planes[..block.len()];
     let mut bits = 0;
     let max_prec = if reversible {
         bits = I::PBITS;
@@ -150,12 +147,15 @@ pub(super) fn decode_ints<I: Int>(
 /// Undo the decorrelating transform along each axis, the slowest first.
 fn inverse_transform<I: Int>(block: &mut [I], dims: usize, reversible: bool) {
     for axis in (0..dims).rev() {
+        // Lines along `axis` start where its coordinate is 0.
         let stride = 1 << (2 * axis);
-        for start in (0..block.len()).filter(|i| (i >> (2 * axis)) & 3 == 0) {
-            if reversible {
-                I::reversible_inverse_lift(block, start, stride);
-            } else {
-                I::inverse_lift(block, start, stride);
+        for high in (0..block.len()).step_by(4 * stride) {
+            for start in high..high + stride {
+                if reversible {
+                    I::reversible_inverse_lift(block, start, stride);
+                } else {
+                    I::inverse_lift(block, start, stride);
+                }
             }
         }
     }
@@ -223,8 +223,42 @@ impl Float for f64 {
     }
 }
 
+/// Scratch space for decoding blocks, kept across the blocks of a stream.
+pub(super) struct Scratch<I> {
+    planes: [u64; MAX_BLOCK],
+    ints: [I; MAX_BLOCK],
+}
+
+impl<I: Int> Scratch<I> {
+    pub(super) fn new() -> Self {
+        Self {
+            planes: [0; MAX_BLOCK],
+            ints: [I::default(); MAX_BLOCK],
+        }
+    }
+
+    /// Decode one block of integers (see [`decode_ints`]).
+    pub(super) fn ints(
+        &mut self,
+        stream: &mut BitReader<'_>,
+        dims: usize,
+        limits: (u32, u32, u32),
+        reversible: bool,
+        block: &mut [I],
+    ) -> u32 {
+        let planes = &mut self.planes[..block.len()];
+        decode_ints(stream, dims, limits, reversible, planes, block)
+    }
+}
+
 /// Decode one block of floats of `dims` dimensions into `block`.
-pub(super) fn decode_floats<F: Float>(stream: &mut BitReader<'_>, dims: usize, mode: &Mode, block: &mut [F]) {
+pub(super) fn decode_floats<F: Float>(
+    stream: &mut BitReader<'_>,
+    dims: usize,
+    mode: &Mode,
+    scratch: &mut Scratch<F::Int>,
+    block: &mut [F],
+) {
     let reversible = mode.is_reversible();
     let bias = (1i32 << (F::EBITS - 1)) - 1;
     let mut bits = 1;
@@ -240,8 +274,8 @@ pub(super) fn decode_floats<F: Float>(stream: &mut BitReader<'_>, dims: usize, m
         bits += 1;
         stream.bit()
     };
-    let mut ints = [F::Int::default(); MAX_BLOCK];
-    let ints = &mut ints[..block.len()];
+    let ints = &mut scratch.ints[..block.len()];
+    let planes = &mut scratch.planes[..block.len()];
     let mut max_prec = mode.max_prec;
     let mut emax = 0;
     if !reinterpreted {
@@ -256,7 +290,7 @@ pub(super) fn decode_floats<F: Float>(stream: &mut BitReader<'_>, dims: usize, m
         mode.max_bits.saturating_sub(bits),
         max_prec,
     );
-    decode_ints(stream, dims, limits, reversible, ints);
+    decode_ints(stream, dims, limits, reversible, planes, ints);
     if reinterpreted {
         for (value, &i) in block.iter_mut().zip(ints.iter()) {
             *value = F::reinterpret(i);

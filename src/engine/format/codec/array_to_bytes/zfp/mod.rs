@@ -28,7 +28,7 @@ mod stream;
 
 use serde_json::{Map, Value};
 
-use self::block::MAX_BLOCK;
+use self::block::{Scratch, MAX_BLOCK};
 pub(crate) use self::header::{Field, Mode, Scalar};
 use self::stream::BitReader;
 use super::ChunkRepr;
@@ -175,18 +175,30 @@ fn decode_blocks(stream: &mut BitReader<'_>, field: &Field, mode: &Mode) -> Resu
     let limits = (mode.min_bits, mode.max_bits, mode.max_prec);
     let reversible = mode.is_reversible();
     let values = match field.scalar {
-        Scalar::Float => to_le(&blocks::<f32>(stream, field, |s, d, b| {
-            block::decode_floats(s, d, mode, b)
-        })),
-        Scalar::Double => to_le(&blocks::<f64>(stream, field, |s, d, b| {
-            block::decode_floats(s, d, mode, b)
-        })),
-        Scalar::Int32 => to_le(&blocks::<i32>(stream, field, |s, d, b| {
-            block::decode_ints(s, d, limits, reversible, b);
-        })),
-        Scalar::Int64 => to_le(&blocks::<i64>(stream, field, |s, d, b| {
-            block::decode_ints(s, d, limits, reversible, b);
-        })),
+        Scalar::Float => {
+            let mut scratch = Scratch::new();
+            blocks::<f32>(stream, field, |s, d, b| {
+                block::decode_floats(s, d, mode, &mut scratch, b)
+            })
+        }
+        Scalar::Double => {
+            let mut scratch = Scratch::new();
+            blocks::<f64>(stream, field, |s, d, b| {
+                block::decode_floats(s, d, mode, &mut scratch, b)
+            })
+        }
+        Scalar::Int32 => {
+            let mut scratch = Scratch::new();
+            blocks::<i32>(stream, field, |s, d, b| {
+                scratch.ints(s, d, limits, reversible, b);
+            })
+        }
+        Scalar::Int64 => {
+            let mut scratch = Scratch::new();
+            blocks::<i64>(stream, field, |s, d, b| {
+                scratch.ints(s, d, limits, reversible, b);
+            })
+        }
     };
     if stream.overran() {
         return Err(corrupt(format!(
@@ -198,17 +210,17 @@ fn decode_blocks(stream: &mut BitReader<'_>, field: &Field, mode: &Mode) -> Resu
     Ok(values)
 }
 
-/// Decode the blocks of `field` with `decode`, placing each block's values
-/// (partial at the field's far edges) in a C-order array.
-fn blocks<T: Copy + Default>(
+/// Decode the blocks of `field` with `decode`, writing each block's values
+/// (partial at the field's far edges) little-endian into a C-order array.
+fn blocks<T: LeBytes + Copy + Default>(
     stream: &mut BitReader<'_>,
     field: &Field,
     mut decode: impl FnMut(&mut BitReader<'_>, usize, &mut [T]),
-) -> Vec<T> {
+) -> Vec<u8> {
     let dims = field.sizes.len();
     let mut sizes = [1usize; 4];
     sizes[..dims].copy_from_slice(&field.sizes);
-    let mut out = vec![T::default(); field.len()];
+    let mut out = vec![0u8; field.len() * T::SIZE];
     let mut block = [T::default(); MAX_BLOCK];
     let block = &mut block[..1 << (2 * dims)];
     let mut origin = [0usize; 4];
@@ -219,9 +231,12 @@ fn blocks<T: Copy + Default>(
             for z in 0..extent[2] {
                 for y in 0..extent[1] {
                     let row = ((origin[3] + w) * sizes[2] + origin[2] + z) * sizes[1] + origin[1] + y;
-                    let start = row * sizes[0] + origin[0];
+                    let start = (row * sizes[0] + origin[0]) * T::SIZE;
                     let from = 64 * w + 16 * z + 4 * y;
-                    out[start..start + extent[0]].copy_from_slice(&block[from..from + extent[0]]);
+                    let values = &block[from..from + extent[0]];
+                    for (value, place) in values.iter().zip(out[start..].chunks_exact_mut(T::SIZE)) {
+                        value.write_le(place);
+                    }
                 }
             }
         }
@@ -237,24 +252,18 @@ fn blocks<T: Copy + Default>(
     out
 }
 
-/// Little-endian bytes of numbers.
-fn to_le<T: LeBytes>(values: &[T]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(std::mem::size_of_val(values));
-    for v in values {
-        v.extend_le(&mut out);
-    }
-    out
-}
-
+/// Numbers written little-endian into place.
 trait LeBytes {
-    fn extend_le(&self, out: &mut Vec<u8>);
+    const SIZE: usize;
+    fn write_le(&self, place: &mut [u8]);
 }
 
 macro_rules! le_bytes {
     ($($t:ty),*) => {$(
         impl LeBytes for $t {
-            fn extend_le(&self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn write_le(&self, place: &mut [u8]) {
+                place.copy_from_slice(&self.to_le_bytes());
             }
         }
     )*};

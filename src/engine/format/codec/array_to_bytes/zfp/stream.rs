@@ -83,6 +83,31 @@ impl<'a> BitReader<'a> {
         value
     }
 
+    /// Read up to `limit` bits, stopping after the first one bit: how many
+    /// zeros came before it, and whether it came.
+    #[inline]
+    pub(super) fn zeros_then_one(&mut self, limit: u32) -> (u32, bool) {
+        let mut zeros = 0;
+        while zeros < limit {
+            if self.count == 0 {
+                self.buffer = self.load();
+                self.count = 64;
+            }
+            // Bits above `count` are zero, so a one below it is the next one.
+            let run = self.buffer.trailing_zeros();
+            let room = self.count.min(limit - zeros);
+            if run < room {
+                self.buffer = self.buffer.checked_shr(run + 1).unwrap_or(0);
+                self.count -= run + 1;
+                return (zeros + run, true);
+            }
+            self.buffer = self.buffer.checked_shr(room).unwrap_or(0);
+            self.count -= room;
+            zeros += room;
+        }
+        (zeros, false)
+    }
+
     /// Skip `n` bits.
     pub(super) fn skip(&mut self, mut n: u64) {
         if n <= u64::from(self.count) {
@@ -130,6 +155,23 @@ mod tests {
         assert_eq!(r.bits(12), 0x012);
         assert!(!r.overran());
         assert_eq!(r.bits(1), 0);
+        assert!(r.overran());
+    }
+
+    #[test]
+    fn runs_of_zeros_end_at_a_one_or_the_limit() {
+        let mut data = Vec::new();
+        data.extend_from_slice(&(1u64 << 63 | 1 << 5).to_le_bytes());
+        data.extend_from_slice(&(1u64 << 10).to_le_bytes());
+        let mut r = BitReader::new(&data);
+        assert_eq!(r.zeros_then_one(100), (5, true));
+        assert_eq!(r.zeros_then_one(10), (10, false));
+        assert_eq!(r.zeros_then_one(100), (47, true)); // bit 63
+        assert_eq!(r.zeros_then_one(100), (10, true)); // across the word
+        assert_eq!(r.zeros_then_one(0), (0, false));
+        assert_eq!(r.bits(53), 0);
+        assert!(!r.overran());
+        assert_eq!(r.zeros_then_one(3), (3, false));
         assert!(r.overran());
     }
 

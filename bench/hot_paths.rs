@@ -227,12 +227,46 @@ fn zfp_decode(c: &mut Criterion) {
     }
 }
 
+/// The same field encoded again through `numcodecs.zfpy` with the mode it
+/// was written in, after a check against what libzfp encodes it into.
+fn zfp_encode(c: &mut Criterion) {
+    let Some(dir) = std::env::var_os("ZFP_BENCH_DIR").map(std::path::PathBuf::from) else {
+        return;
+    };
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let mut group = c.benchmark_group("zfp_encode");
+    group.sample_size(10);
+    for case in manifest.as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let data_type = match case["dtype"].as_str().unwrap() {
+            "float32" => DataType::Float32,
+            _ => DataType::Float64,
+        };
+        let shape: Vec<u64> = serde_json::from_value(case["shape"].clone()).unwrap();
+        let repr = ChunkRepr::new(shape, data_type, vec![0; data_type.size()]);
+        let codecs = json!([{"name": "numcodecs.zfpy", "configuration": case["numcodecs"]}]);
+        let chain = CodecChain::from_json(&codecs, &repr).unwrap();
+        let values = Bytes::from(std::fs::read(dir.join(format!("{name}.bin"))).unwrap());
+        let want = std::fs::read(dir.join(format!("{name}.re.zfp"))).unwrap();
+        assert!(
+            chain.encode(values.clone()).unwrap()[..] == want[..],
+            "{name}: not what libzfp encodes"
+        );
+        group.throughput(Throughput::Bytes(values.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &values, |b, values| {
+            b.iter(|| chain.encode(black_box(values.clone())).unwrap())
+        });
+    }
+}
+
 criterion_group!(
     benches,
     inner_chunk_decode,
     shard_index_decode,
     copy_into_region,
     fill_slab,
-    zfp_decode
+    zfp_decode,
+    zfp_encode
 );
 criterion_main!(benches);

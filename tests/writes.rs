@@ -243,10 +243,15 @@ fn narrows(array: &Path) -> bool {
     })
 }
 
-/// Whether a `cast_value` of the array rounds in one direction (then a
-/// value decoded and encoded again can land one step away).
+/// Whether a `cast_value` of the array rounds in one direction, or the
+/// array is zfp (not a projection: its decoded values encoded again can
+/// move their last bits), so a value decoded and encoded again can land
+/// one step away.
 fn directed_rounding(array: &Path) -> bool {
-    std::fs::read_to_string(array.join("zarr.json"))
+    let zfp = ["zarr.json", ".zarray"]
+        .iter()
+        .any(|name| std::fs::read_to_string(array.join(name)).is_ok_and(|meta| meta.contains("zfp")));
+    zfp || std::fs::read_to_string(array.join("zarr.json"))
         .is_ok_and(|meta| meta.contains("\"towards-") || meta.contains("\"nearest-away\""))
 }
 

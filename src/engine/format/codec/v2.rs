@@ -132,11 +132,19 @@ impl FilterStack {
             Some(vlen) => vlen.encode(&array, repr)?,
             None => self.bytes.encode(array, repr),
         };
-        for (filter, data_type) in &self.filters {
+        for (at, (filter, data_type)) in self.filters.iter().enumerate() {
             data = Bytes::from(match filter {
                 Numcodec::Filter(f) => f.encode(&data, *data_type)?,
                 Numcodec::Bytes(b) => b.encode(&data, data_type.size())?,
-                Numcodec::Elements(e) => e.encode(&data, *data_type)?,
+                Numcodec::Elements(e) => {
+                    // The elements' shape: the chunk's, unless a filter changed their count.
+                    let count = data.len() / data_type.size().max(1);
+                    let shape = match self.count_before(at, repr) {
+                        Some(_) => repr.shape.clone(),
+                        None => vec![count as u64],
+                    };
+                    e.encode(&data, *data_type, &shape)?
+                }
             });
         }
         Ok(data)

@@ -48,15 +48,16 @@ macro_rules! by_pco_number {
 }
 
 /// A codec of typed elements.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ElementsCodec {
     /// A standalone pco file.
     Pcodec {
         /// Compression level when encoding (numcodecs' default 8).
         level: usize,
     },
-    /// A zfp stream with its header; its own mode and shape.
-    Zfpy,
+    /// A zfp stream with its header (its own mode and shape), written
+    /// with the configured mode (none: numcodecs cannot write it either).
+    Zfpy(Option<zfp::Config>),
 }
 
 impl ElementsCodec {
@@ -69,7 +70,7 @@ impl ElementsCodec {
             "pcodec" => Ok(Self::Pcodec {
                 level: config.get("level").and_then(Value::as_u64).map_or(8, |l| l as usize),
             }),
-            "zfpy" => Ok(Self::Zfpy),
+            "zfpy" => Ok(Self::Zfpy(zfp::Config::of_zfpy(config))),
             other => Err(Error::Unsupported(format!("codec \"{other}\""))),
         }
     }
@@ -79,7 +80,7 @@ impl ElementsCodec {
     pub(crate) fn decode(&self, encoded: &[u8], data_type: DataType, count: Option<usize>) -> Result<Vec<u8>> {
         let out = match self {
             Self::Pcodec { .. } => pcodec(encoded, data_type)?,
-            Self::Zfpy => zfpy(encoded, data_type, count)?,
+            Self::Zfpy(_) => zfpy(encoded, data_type, count)?,
         };
         if let Some(count) = count.filter(|&n| n * data_type.size() != out.len()) {
             return Err(corrupt(format!(
@@ -95,23 +96,34 @@ impl ElementsCodec {
     fn name(&self) -> &'static str {
         match self {
             Self::Pcodec { .. } => "pcodec",
-            Self::Zfpy => "zfpy",
+            Self::Zfpy(_) => "zfpy",
         }
     }
 
     /// 501 unless [`ElementsCodec::encode`] can encode.
     pub(crate) fn check_writable(&self) -> Result<()> {
         match self {
-            Self::Pcodec { .. } => Ok(()),
-            Self::Zfpy => Err(crate::engine::format::codec::cannot_write("zfpy")),
+            Self::Pcodec { .. } | Self::Zfpy(Some(_)) => Ok(()),
+            Self::Zfpy(None) => Err(crate::engine::format::codec::cannot_write(
+                "zfpy without a numcodecs mode (2, 3, 4 or 5)",
+            )),
         }
     }
 
-    /// Compress little-endian elements of `data_type`.
-    pub(crate) fn encode(&self, decoded: &[u8], data_type: DataType) -> Result<Vec<u8>> {
+    /// Compress little-endian elements of `data_type`, a chunk of `shape`
+    /// (zfpy records it).
+    pub(crate) fn encode(&self, decoded: &[u8], data_type: DataType, shape: &[u64]) -> Result<Vec<u8>> {
         let level = match self {
             Self::Pcodec { level } => level,
-            Self::Zfpy => return Err(crate::engine::format::codec::cannot_write("zfpy")),
+            Self::Zfpy(None) => {
+                return Err(crate::engine::format::codec::cannot_write(
+                    "zfpy without a numcodecs mode (2, 3, 4 or 5)",
+                ))
+            }
+            Self::Zfpy(Some(config)) => {
+                let field = zfp::Field::of_shape(zfpy_scalar(data_type)?, shape)?;
+                return zfp::encode(decoded, &field, &config.mode(&field, field.sizes.len()), true);
+            }
         };
         let config = pco::ChunkConfig::default().with_compression_level((*level).min(12));
         let failed = |e: pco::errors::PcoError| Error::Internal(format!("pcodec compression failed: {e}"));
@@ -160,6 +172,22 @@ fn zfpy(encoded: &[u8], data_type: DataType, count: Option<usize>) -> Result<Vec
             )));
         }
         Ok(())
+    })
+}
+
+/// The zfp scalar zfpy stores elements of `data_type` as.
+fn zfpy_scalar(data_type: DataType) -> Result<Scalar> {
+    Ok(match data_type {
+        DataType::Int32 => Scalar::Int32,
+        DataType::Int64 => Scalar::Int64,
+        DataType::Float32 => Scalar::Float,
+        DataType::Float64 => Scalar::Double,
+        other => {
+            return Err(Error::Unsupported(format!(
+                "zfpy of {} (zfpy holds int32, int64, float32, float64)",
+                other.name()
+            )))
+        }
     })
 }
 
@@ -218,11 +246,24 @@ mod tests {
                 DataType::Complex64 => parts.iter().flat_map(|v| v.to_le_bytes()).collect(),
                 _ => raw,
             };
-            let packed = codec.encode(&raw, dt).unwrap();
+            let packed = codec.encode(&raw, dt, &[n as u64]).unwrap();
             assert_eq!(codec.decode(&packed, dt, Some(n)).unwrap(), raw, "{dt:?}");
         }
         let zfpy = ElementsCodec::from_numcodecs("zfpy", &Map::new()).unwrap();
-        assert!(zfpy.check_writable().is_err() && zfpy.encode(&[0; 4], DataType::Float32).is_err());
+        // Without a numcodecs mode it cannot be written (nor can numcodecs).
+        assert!(zfpy.check_writable().is_err() && zfpy.encode(&[0; 4], DataType::Float32, &[1]).is_err());
+        let config = serde_json::json!({"mode": 4, "tolerance": 0.5});
+        let accurate = ElementsCodec::from_numcodecs("zfpy", config.as_object().unwrap()).unwrap();
+        let values: Vec<u8> = (0..12).flat_map(|i| (i as f64 * 1.5).to_le_bytes()).collect();
+        let packed = accurate.encode(&values, DataType::Float64, &[3, 4]).unwrap();
+        let back = accurate.decode(&packed, DataType::Float64, Some(12)).unwrap();
+        for (a, b) in back.chunks(8).zip(values.chunks(8)) {
+            let (a, b) = (
+                f64::from_le_bytes(a.try_into().unwrap()),
+                f64::from_le_bytes(b.try_into().unwrap()),
+            );
+            assert!((a - b).abs() <= 0.5, "{a} vs {b}");
+        }
         let stream = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/zfp/float32_2d_reversible.zfp"

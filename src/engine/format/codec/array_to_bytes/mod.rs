@@ -29,7 +29,7 @@ pub(crate) enum ArrayToBytesCodec {
     Sharding(Box<ShardingCodec>),
     /// `numcodecs.pcodec`, `numcodecs.zfpy`
     Elements(ElementsCodec),
-    /// zarrs' `zfp` (read only)
+    /// zarrs' `zfp`
     Zfp(ZfpCodec),
     /// `packbits` (zarr-extensions)
     PackBits(PackBitsCodec),
@@ -65,9 +65,8 @@ impl ArrayToBytesCodec {
     /// 501 unless [`ArrayToBytesCodec::encode`] can encode chunks of `repr`.
     pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
         match self {
-            Self::Bytes(_) | Self::PackBits(_) | Self::Vlen(_) => Ok(()),
+            Self::Bytes(_) | Self::PackBits(_) | Self::Vlen(_) | Self::Zfp(_) => Ok(()),
             Self::Elements(e) => e.check_writable(),
-            Self::Zfp(_) => Err(cannot_write("zfp")),
             Self::Sharding(_) if repr.data_type.is_variable() => {
                 Err(cannot_write(&format!("{} shards", repr.data_type.name())))
             }
@@ -81,9 +80,9 @@ impl ArrayToBytesCodec {
             Self::Bytes(b) => Ok(b.encode(array, repr)),
             Self::Sharding(s) => s.encode(&array, repr).map(Bytes::from),
             Self::PackBits(p) => Ok(Bytes::from(p.encode(&array, repr))),
-            Self::Elements(e) => e.encode(&array, repr.data_type).map(Bytes::from),
+            Self::Elements(e) => e.encode(&array, repr.data_type, &repr.shape).map(Bytes::from),
             Self::Vlen(v) => v.encode(&array, repr),
-            Self::Zfp(_) => Err(cannot_write("zfp")),
+            Self::Zfp(z) => z.encode(&array, repr).map(Bytes::from),
         }
     }
 

@@ -25,6 +25,12 @@ pub(super) trait Int: Copy + Default {
     const PBITS: u32;
     /// The two's complement integer of a negabinary one (in the low bits).
     fn from_negabinary(u: u64) -> Self;
+    /// The negabinary form of the integer (in the low bits).
+    fn to_negabinary(self) -> u64;
+    /// The lifting step on `p[i], p[i + s], p[i + 2s], p[i + 3s]`.
+    fn forward_lift(p: &mut [Self], i: usize, s: usize);
+    /// The reversible lifting step.
+    fn reversible_forward_lift(p: &mut [Self], i: usize, s: usize);
     /// The inverse lifting step on `p[i], p[i + s], p[i + 2s], p[i + 3s]`.
     fn inverse_lift(p: &mut [Self], i: usize, s: usize);
     /// The reversible inverse lifting step.
@@ -40,6 +46,37 @@ macro_rules! int {
             fn from_negabinary(u: u64) -> Self {
                 const MASK: $uint = <$uint>::MAX / 3 * 2; // 0b1010...
                 ((u as $uint ^ MASK).wrapping_sub(MASK)) as $int
+            }
+
+            fn to_negabinary(self) -> u64 {
+                const MASK: $uint = <$uint>::MAX / 3 * 2;
+                u64::from((self as $uint).wrapping_add(MASK) ^ MASK)
+            }
+
+            fn forward_lift(p: &mut [Self], i: usize, s: usize) {
+                let (mut x, mut y, mut z, mut w) = (p[i], p[i + s], p[i + 2 * s], p[i + 3 * s]);
+                x = x.wrapping_add(w) >> 1;
+                w = w.wrapping_sub(x);
+                z = z.wrapping_add(y) >> 1;
+                y = y.wrapping_sub(z);
+                x = x.wrapping_add(z) >> 1;
+                z = z.wrapping_sub(x);
+                w = w.wrapping_add(y) >> 1;
+                y = y.wrapping_sub(w);
+                w = w.wrapping_add(y >> 1);
+                y = y.wrapping_sub(w >> 1);
+                (p[i], p[i + s], p[i + 2 * s], p[i + 3 * s]) = (x, y, z, w);
+            }
+
+            fn reversible_forward_lift(p: &mut [Self], i: usize, s: usize) {
+                let (x, mut y, mut z, mut w) = (p[i], p[i + s], p[i + 2 * s], p[i + 3 * s]);
+                w = w.wrapping_sub(z);
+                z = z.wrapping_sub(y);
+                y = y.wrapping_sub(x);
+                w = w.wrapping_sub(z);
+                z = z.wrapping_sub(y);
+                w = w.wrapping_sub(z);
+                (p[i + s], p[i + 2 * s], p[i + 3 * s]) = (y, z, w);
             }
 
             fn inverse_lift(p: &mut [Self], i: usize, s: usize) {
@@ -145,7 +182,7 @@ pub(super) fn decode_ints<I: Int>(
 }
 
 /// Undo the decorrelating transform along each axis, the slowest first.
-fn inverse_transform<I: Int>(block: &mut [I], dims: usize, reversible: bool) {
+pub(super) fn inverse_transform<I: Int>(block: &mut [I], dims: usize, reversible: bool) {
     for axis in (0..dims).rev() {
         // Lines along `axis` start where its coordinate is 0.
         let stride = 1 << (2 * axis);
@@ -162,7 +199,7 @@ fn inverse_transform<I: Int>(block: &mut [I], dims: usize, reversible: bool) {
 }
 
 /// The floating-point numbers zfp compresses, and their integers.
-pub(super) trait Float: Copy + Default {
+pub(super) trait Float: Copy + Default + PartialOrd {
     type Int: Int;
     /// Exponent bits.
     const EBITS: u32;
@@ -171,6 +208,18 @@ pub(super) trait Float: Copy + Default {
     fn times(self, i: Self::Int) -> Self;
     /// The float whose sign-magnitude bits `i` holds in two's complement.
     fn reinterpret(i: Self::Int) -> Self;
+    /// The two's complement integer of the float's sign-magnitude bits.
+    fn to_twos_complement(self) -> Self::Int;
+    /// `(Int)(self * scale)` as C converts on x86-64: truncated, and the
+    /// smallest integer when out of range or not a number.
+    fn scaled_to_int(self, scale: Self) -> Self::Int;
+    /// zfp's block exponent of the largest magnitude `self` (at least 0):
+    /// `frexp`'s exponent, at least that of the smallest normal number;
+    /// `-bias` for zero.
+    fn exponent(self) -> i32;
+    fn magnitude(self) -> Self;
+    fn bits_equal(self, other: Self) -> bool;
+    fn is_finite_number(self) -> bool;
 }
 
 impl Float for f32 {
@@ -193,6 +242,45 @@ impl Float for f32 {
     fn reinterpret(i: i32) -> Self {
         let magnitude = if i < 0 { (i as u32) ^ 0x7fff_ffff } else { i as u32 };
         f32::from_bits(magnitude)
+    }
+
+    fn to_twos_complement(self) -> i32 {
+        let i = self.to_bits() as i32;
+        if i < 0 {
+            ((i as u32) ^ 0x7fff_ffff) as i32
+        } else {
+            i
+        }
+    }
+
+    fn scaled_to_int(self, scale: Self) -> i32 {
+        let y = self * scale;
+        if (-2_147_483_648.0..2_147_483_648.0).contains(&y) {
+            y as i32
+        } else {
+            i32::MIN
+        }
+    }
+
+    fn exponent(self) -> i32 {
+        match self {
+            // glibc's frexp gives 0 for infinity.
+            f32::INFINITY => 0,
+            x if x > 0.0 => (((x.to_bits() >> 23) & 0xff) as i32 - 126).max(-126),
+            _ => -127,
+        }
+    }
+
+    fn magnitude(self) -> Self {
+        self.abs()
+    }
+
+    fn bits_equal(self, other: Self) -> bool {
+        self.to_bits() == other.to_bits()
+    }
+
+    fn is_finite_number(self) -> bool {
+        self.is_finite()
     }
 }
 
@@ -221,12 +309,50 @@ impl Float for f64 {
         };
         f64::from_bits(magnitude)
     }
+
+    fn to_twos_complement(self) -> i64 {
+        let i = self.to_bits() as i64;
+        if i < 0 {
+            ((i as u64) ^ 0x7fff_ffff_ffff_ffff) as i64
+        } else {
+            i
+        }
+    }
+
+    fn scaled_to_int(self, scale: Self) -> i64 {
+        let y = self * scale;
+        if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&y) {
+            y as i64
+        } else {
+            i64::MIN
+        }
+    }
+
+    fn exponent(self) -> i32 {
+        match self {
+            f64::INFINITY => 0,
+            x if x > 0.0 => (((x.to_bits() >> 52) & 0x7ff) as i32 - 1022).max(-1022),
+            _ => -1023,
+        }
+    }
+
+    fn magnitude(self) -> Self {
+        self.abs()
+    }
+
+    fn bits_equal(self, other: Self) -> bool {
+        self.to_bits() == other.to_bits()
+    }
+
+    fn is_finite_number(self) -> bool {
+        self.is_finite()
+    }
 }
 
 /// Scratch space for decoding blocks, kept across the blocks of a stream.
 pub(super) struct Scratch<I> {
-    planes: [u64; MAX_BLOCK],
-    ints: [I; MAX_BLOCK],
+    pub(super) planes: [u64; MAX_BLOCK],
+    pub(super) ints: [I; MAX_BLOCK],
 }
 
 impl<I: Int> Scratch<I> {
@@ -306,7 +432,7 @@ pub(super) fn decode_floats<F: Float>(
 }
 
 /// The bit planes coded of a block whose largest exponent is `emax`.
-fn precision(emax: i32, mode: &Mode, dims: usize) -> u32 {
+pub(super) fn precision(emax: i32, mode: &Mode, dims: usize) -> u32 {
     let planes = i64::from(emax) - i64::from(mode.min_exp) + 2 * dims as i64 + 2;
     planes.clamp(0, i64::from(mode.max_prec)) as u32
 }

@@ -8,7 +8,7 @@
 //! metadata (scalar type, dimensionality, then each size less one, `x`
 //! first) and the mode in 12 bits, or in 64 when its short form is 4095.
 
-use super::stream::BitReader;
+use super::stream::{BitReader, BitWriter};
 use crate::engine::error::{corrupt, Error, Result};
 
 /// The codec version zfp 1.0 writes and reads.
@@ -170,6 +170,42 @@ impl Mode {
         self.min_exp < MIN_EXP
     }
 
+    /// The mode's code in a header (`zfp_stream_mode`): the 12-bit short
+    /// form for the usual settings of the four named modes, else the long
+    /// form (the four parameters, then 4095 in the low 12 bits).
+    fn code(&self) -> u64 {
+        let Self {
+            min_bits,
+            max_bits,
+            max_prec,
+            min_exp,
+        } = *self;
+        let valid = min_bits <= max_bits && (1..=MAX_PREC).contains(&max_prec);
+        let default = (min_bits, max_bits, max_prec, min_exp) == (MIN_BITS, MAX_BITS, MAX_PREC, MIN_EXP);
+        let unbounded = min_bits <= MIN_BITS && max_bits >= MAX_BITS;
+        if valid && !default {
+            if min_bits == max_bits && (1..=MAX_BITS).contains(&max_bits) && max_prec >= MAX_PREC && min_exp == MIN_EXP
+            {
+                if max_bits <= 2048 {
+                    return u64::from(max_bits - 1);
+                }
+            } else if unbounded && min_exp == MIN_EXP {
+                if max_prec <= 128 {
+                    return u64::from(max_prec - 1) + 2048;
+                }
+            } else if unbounded && max_prec >= MAX_PREC && min_exp >= MIN_EXP {
+                if min_exp <= 843 {
+                    return (min_exp - MIN_EXP) as u64 + 2177;
+                }
+            } else if unbounded && max_prec >= MAX_PREC {
+                return 2176;
+            }
+        }
+        let field = |value: u32, bits: u32| u64::from(value.clamp(1, 1 << bits) - 1);
+        let min_exp = (i64::from(min_exp) + 16495).clamp(0, 0x7fff) as u64;
+        ((((min_exp << 7 | field(max_prec, 7)) << 15 | field(max_bits, 15)) << 15 | field(min_bits, 15)) << 12) | 0xfff
+    }
+
     /// The mode a header stores, in its short or long form.
     fn from_code(code: u64) -> Result<Self> {
         if code > MODE_SHORT_MAX {
@@ -210,6 +246,41 @@ fn floor_log2(x: f64) -> i32 {
         return 63 - mantissa.leading_zeros() as i32 - 1074;
     }
     exponent - 1023
+}
+
+/// Write a full header (magic, field, mode), as `zfp_write_header` does.
+pub(super) fn write(stream: &mut BitWriter, field: &Field, mode: &Mode) -> Result<()> {
+    let dims = field.sizes.len();
+    let width = [48u32, 24, 16, 12][dims - 1];
+    if field.sizes.iter().any(|&n| n == 0 || (n as u64 - 1) >> width != 0) {
+        return Err(Error::Unsupported(format!(
+            "zfpy of a chunk of {:?} (zfp's header has {width} bits a dimension)",
+            field.sizes
+        )));
+    }
+    let sizes = field
+        .sizes
+        .iter()
+        .enumerate()
+        .fold(0u64, |meta, (i, &n)| meta | (n as u64 - 1) << (width * i as u32));
+    let scalar = match field.scalar {
+        Scalar::Int32 => 0,
+        Scalar::Int64 => 1,
+        Scalar::Float => 2,
+        Scalar::Double => 3,
+    };
+    for byte in [b'z', b'f', b'p'] {
+        stream.bits(u64::from(byte), 8);
+    }
+    stream.bits(CODEC_VERSION, 8);
+    stream.bits(sizes << 4 | (dims as u64 - 1) << 2 | scalar, 52);
+    let code = mode.code();
+    if code > MODE_SHORT_MAX {
+        stream.bits(code, 64);
+    } else {
+        stream.bits(code, 12);
+    }
+    Ok(())
 }
 
 /// Read a full header (magic, field, mode) from the start of a stream.
@@ -270,6 +341,20 @@ mod tests {
         let code = ((((16495u64 - 3) << 7 | 18) << 15 | 999) << 15 | 9) << 12 | 0xfff;
         assert_eq!(Mode::from_code(code).unwrap(), Mode::expert(10, 1000, 19, -3).unwrap());
         assert!(Mode::expert(10, 9, 19, 0).is_err());
+        // Codes go both ways.
+        for mode in [
+            Mode::fixed_rate(16.0, Scalar::Float, 2),
+            Mode::fixed_rate(12.5, Scalar::Double, 4),
+            Mode::fixed_precision(20),
+            Mode::fixed_precision(64),
+            Mode::fixed_accuracy(0.01),
+            Mode::reversible(),
+            Mode::expert(10, 1000, 19, -3).unwrap(),
+        ] {
+            assert_eq!(Mode::from_code(mode.code()).unwrap(), mode, "{mode:?}");
+        }
+        assert_eq!(Mode::fixed_precision(20).code(), 2048 + 19);
+        assert!(Mode::fixed_rate(12.5, Scalar::Double, 4).code() > MODE_SHORT_MAX);
         assert!(Mode::expert(1, 9, 65, 0).is_err());
     }
 }

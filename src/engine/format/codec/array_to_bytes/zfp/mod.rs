@@ -19,9 +19,13 @@
 //! (`rate * 64` bits a block); such a chunk is recognised by its length,
 //! which a fixed rate determines.
 //!
-//! Only decoding is implemented: writing to a zfp array answers 501.
+//! Encoding writes what zfp 1.0 writes, bit for bit; a `fixed_rate` chunk
+//! is written as zarrs writes it (its block size for three dimensions), so
+//! zarrs reads what zarr-serve writes. NaN and infinities have no lossy zfp
+//! form: writing them outside reversible mode is refused.
 
 mod block;
+mod encode;
 mod header;
 mod order;
 mod stream;
@@ -30,7 +34,7 @@ use serde_json::{Map, Value};
 
 use self::block::{Scratch, MAX_BLOCK};
 pub(crate) use self::header::{Field, Mode, Scalar};
-use self::stream::BitReader;
+use self::stream::{BitReader, BitWriter};
 use super::ChunkRepr;
 use crate::engine::error::{corrupt, Error, Result};
 use crate::engine::format::data_type::DataType;
@@ -44,9 +48,42 @@ pub(crate) struct ZfpCodec {
 /// A configured mode; a fixed rate becomes bits a block only once the
 /// chunk's dimensions and scalar type are known.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Config {
+pub(crate) enum Config {
     FixedRate(f64),
     Mode(Mode),
+}
+
+impl Config {
+    /// The mode numcodecs' `zfpy` configuration encodes with (`mode` 2
+    /// fixed rate, 3 fixed precision, 4 fixed accuracy, 5 reversible; a
+    /// negative parameter leaves zfpy in reversible mode), if any.
+    pub(crate) fn of_zfpy(config: &Map<String, Value>) -> Option<Self> {
+        let number = |key: &str| config.get(key).and_then(Value::as_f64).unwrap_or(-1.0);
+        let or_reversible = |n: f64, mode: &dyn Fn(f64) -> Self| {
+            if n >= 0.0 {
+                mode(n)
+            } else {
+                Self::Mode(Mode::reversible())
+            }
+        };
+        Some(match config.get("mode").and_then(Value::as_i64)? {
+            2 => or_reversible(number("rate"), &Self::FixedRate),
+            3 => or_reversible(number("precision"), &|p| {
+                Self::Mode(Mode::fixed_precision(p.min(64.0) as u32))
+            }),
+            4 => or_reversible(number("tolerance"), &|t| Self::Mode(Mode::fixed_accuracy(t))),
+            5 => Self::Mode(Mode::reversible()),
+            _ => return None,
+        })
+    }
+
+    /// The mode for `field`; a fixed rate sized for `rate_dims` dimensions.
+    pub(crate) fn mode(&self, field: &Field, rate_dims: usize) -> Mode {
+        match *self {
+            Self::Mode(mode) => mode,
+            Self::FixedRate(rate) => Mode::fixed_rate(rate, field.scalar, rate_dims),
+        }
+    }
 }
 
 impl ZfpCodec {
@@ -63,9 +100,12 @@ impl ZfpCodec {
         };
         let integer = |key: &str| number(key).map(|n| n as i64);
         let mode = match config.get("mode").and_then(Value::as_str) {
-            Some("fixed_rate") => Config::FixedRate(number("rate")?),
-            Some("fixed_precision") => Config::Mode(Mode::fixed_precision(integer("precision")?.clamp(0, 64) as u32)),
-            Some("fixed_accuracy") => Config::Mode(Mode::fixed_accuracy(number("tolerance")?)),
+            // zarrs before 0.12 wrote the names without underscores.
+            Some("fixed_rate" | "fixedrate") => Config::FixedRate(number("rate")?),
+            Some("fixed_precision" | "fixedprecision") => {
+                Config::Mode(Mode::fixed_precision(integer("precision")?.clamp(0, 64) as u32))
+            }
+            Some("fixed_accuracy" | "fixedaccuracy") => Config::Mode(Mode::fixed_accuracy(number("tolerance")?)),
             Some("reversible") => Config::Mode(Mode::reversible()),
             Some("expert") => {
                 let bits = |key: &str| integer(key).map(|n| n.clamp(0, i64::from(u32::MAX)) as u32);
@@ -94,6 +134,16 @@ impl ZfpCodec {
         };
         let values = decode_blocks(&mut BitReader::new(encoded), &field, &mode)?;
         Ok(demote(values, repr.data_type))
+    }
+}
+
+impl ZfpCodec {
+    /// Encode little-endian elements of `repr` as a chunk.
+    pub(crate) fn encode(&self, array: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
+        let field = Field::of_shape(scalar_of(repr.data_type)?, &repr.shape)?;
+        // zarrs sizes fixed-rate blocks for three dimensions.
+        let mode = self.mode.mode(&field, 3);
+        encode(&promote(array, repr.data_type), &field, &mode, false)
     }
 }
 
@@ -133,6 +183,32 @@ fn scalar_of(data_type: DataType) -> Result<Scalar> {
     })
 }
 
+/// The zfp scalars (little-endian) that hold elements of `data_type`:
+/// zfp's `zfp_promote_*` for 8- and 16-bit integers, unsigned ones clamped
+/// to the signed type's largest.
+fn promote(values: &[u8], data_type: DataType) -> Vec<u8> {
+    let to_int32 = |f: &dyn Fn(&[u8]) -> i32, size: usize| -> Vec<u8> {
+        values.chunks_exact(size).flat_map(|b| f(b).to_le_bytes()).collect()
+    };
+    match data_type {
+        DataType::Int8 => to_int32(&|b| i32::from(b[0] as i8) << 23, 1),
+        DataType::UInt8 => to_int32(&|b| (i32::from(b[0]) - 0x80) << 23, 1),
+        DataType::Int16 => to_int32(&|b| i32::from(i16::from_le_bytes([b[0], b[1]])) << 15, 2),
+        DataType::UInt16 => to_int32(&|b| (i32::from(u16::from_le_bytes([b[0], b[1]])) - 0x8000) << 15, 2),
+        DataType::UInt32 => to_int32(
+            &|b| u32::from_le_bytes(b.try_into().expect("4 bytes")).min(i32::MAX as u32) as i32,
+            4,
+        ),
+        DataType::UInt64 => values
+            .chunks_exact(8)
+            .flat_map(|b| {
+                (u64::from_le_bytes(b.try_into().expect("8 bytes")).min(i64::MAX as u64) as i64).to_le_bytes()
+            })
+            .collect(),
+        _ => values.to_vec(),
+    }
+}
+
 /// Elements of `data_type` from the zfp scalars (little-endian) that hold
 /// them: zfp's `zfp_demote_*` for 8- and 16-bit integers, unsigned ones
 /// clamped at zero.
@@ -167,6 +243,96 @@ pub(crate) fn decode_with_header(encoded: &[u8], check: impl FnOnce(&Field) -> R
     let (field, mode) = header::read(&mut stream)?;
     check(&field)?;
     decode_blocks(&mut stream, &field, &mode)
+}
+
+/// A zfp stream of `values` (little-endian scalars of `field`, C order),
+/// after zfp's full header when `header` (zfpy's form).
+pub(crate) fn encode(values: &[u8], field: &Field, mode: &Mode, header: bool) -> Result<Vec<u8>> {
+    let mut stream = BitWriter::default();
+    if header {
+        header::write(&mut stream, field, mode)?;
+    }
+    let limits = (mode.min_bits, mode.max_bits, mode.max_prec);
+    let reversible = mode.is_reversible();
+    match field.scalar {
+        Scalar::Float => {
+            check_finite::<f32>(values, reversible)?;
+            let mut scratch = Scratch::new();
+            gather::<f32>(values, field, |d, b| {
+                encode::encode_floats(&mut stream, d, mode, &mut scratch, b)
+            });
+        }
+        Scalar::Double => {
+            check_finite::<f64>(values, reversible)?;
+            let mut scratch = Scratch::new();
+            gather::<f64>(values, field, |d, b| {
+                encode::encode_floats(&mut stream, d, mode, &mut scratch, b)
+            });
+        }
+        Scalar::Int32 => {
+            let mut scratch = Scratch::<i32>::new();
+            gather::<i32>(values, field, |d, b| {
+                encode::encode_ints(&mut stream, d, limits, reversible, &mut scratch.planes[..b.len()], b);
+            });
+        }
+        Scalar::Int64 => {
+            let mut scratch = Scratch::<i64>::new();
+            gather::<i64>(values, field, |d, b| {
+                encode::encode_ints(&mut stream, d, limits, reversible, &mut scratch.planes[..b.len()], b);
+            });
+        }
+    }
+    Ok(stream.finish())
+}
+
+/// Lossy zfp has no NaN or infinity: refuse them before writing anything.
+fn check_finite<F: block::Float + LeBytes>(values: &[u8], reversible: bool) -> Result<()> {
+    if reversible || values.chunks_exact(F::SIZE).all(|b| F::read_le(b).is_finite_number()) {
+        return Ok(());
+    }
+    Err(Error::InvalidRequest(
+        "zfp cannot encode NaN or infinity except in reversible mode".into(),
+    ))
+}
+
+/// Gather each block of `field` from `values` (padded at the far edges as
+/// zfp pads), the `x` axis fastest, and hand it to `encode`.
+fn gather<T: LeBytes + Copy + Default>(values: &[u8], field: &Field, mut encode: impl FnMut(usize, &mut [T])) {
+    let dims = field.sizes.len();
+    let mut sizes = [1usize; 4];
+    sizes[..dims].copy_from_slice(&field.sizes);
+    let mut block = [T::default(); MAX_BLOCK];
+    let block = &mut block[..1 << (2 * dims)];
+    let mut origin = [0usize; 4];
+    for _ in 0..field.blocks() {
+        let extent: [usize; 4] = std::array::from_fn(|d| if d < dims { (sizes[d] - origin[d]).min(4) } else { 1 });
+        for w in 0..extent[3] {
+            for z in 0..extent[2] {
+                for y in 0..extent[1] {
+                    let row = ((origin[3] + w) * sizes[2] + origin[2] + z) * sizes[1] + origin[1] + y;
+                    let start = (row * sizes[0] + origin[0]) * T::SIZE;
+                    let to = 64 * w + 16 * z + 4 * y;
+                    for (place, bytes) in block[to..to + extent[0]]
+                        .iter_mut()
+                        .zip(values[start..].chunks_exact(T::SIZE))
+                    {
+                        *place = T::read_le(bytes);
+                    }
+                }
+            }
+        }
+        if extent[..dims].iter().any(|&e| e < 4) {
+            encode::pad(block, dims, extent);
+        }
+        encode(dims, block);
+        for d in 0..dims {
+            origin[d] += 4;
+            if origin[d] < sizes[d] {
+                break;
+            }
+            origin[d] = 0;
+        }
+    }
 }
 
 /// Decode every block of `field`, the `x` axis fastest, into the field's
@@ -252,10 +418,11 @@ fn blocks<T: LeBytes + Copy + Default>(
     out
 }
 
-/// Numbers written little-endian into place.
+/// Numbers written little-endian into place, and read back.
 trait LeBytes {
     const SIZE: usize;
     fn write_le(&self, place: &mut [u8]);
+    fn read_le(bytes: &[u8]) -> Self;
 }
 
 macro_rules! le_bytes {
@@ -264,6 +431,9 @@ macro_rules! le_bytes {
             const SIZE: usize = std::mem::size_of::<$t>();
             fn write_le(&self, place: &mut [u8]) {
                 place.copy_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("element size"))
             }
         }
     )*};

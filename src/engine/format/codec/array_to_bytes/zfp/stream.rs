@@ -129,6 +129,66 @@ impl<'a> BitReader<'a> {
     }
 }
 
+/// Writes bits into a zfp stream.
+#[derive(Default)]
+pub(super) struct BitWriter {
+    words: Vec<u64>,
+    /// Bits of the word being filled, in its low `count` bits.
+    buffer: u64,
+    count: u32,
+}
+
+impl BitWriter {
+    /// One bit; returns it.
+    #[inline]
+    pub(super) fn bit(&mut self, bit: bool) -> bool {
+        self.buffer |= u64::from(bit) << self.count;
+        self.count += 1;
+        if self.count == 64 {
+            self.words.push(self.buffer);
+            self.buffer = 0;
+            self.count = 0;
+        }
+        bit
+    }
+
+    /// The low `n` bits of `value` (at most 64), the lowest first.
+    #[inline]
+    pub(super) fn bits(&mut self, value: u64, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let value = value & mask(n);
+        self.buffer |= value << self.count;
+        let total = self.count + n;
+        if total >= 64 {
+            self.words.push(self.buffer);
+            // The bits that did not fit in the word just filled.
+            self.buffer = value.checked_shr(64 - self.count).unwrap_or(0);
+            self.count = total - 64;
+        } else {
+            self.count = total;
+        }
+    }
+
+    /// `n` zero bits.
+    pub(super) fn pad(&mut self, mut n: u64) {
+        while n > 0 {
+            let step = n.min(64) as u32;
+            self.bits(0, step);
+            n -= u64::from(step);
+        }
+    }
+
+    /// The stream, padded with zeros to a whole word (`stream_flush`).
+    pub(super) fn finish(mut self) -> Vec<u8> {
+        if self.count > 0 {
+            self.words.push(self.buffer);
+        }
+        self.words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+}
+
 /// The low `n` bits set (`n` at most 64).
 fn mask(n: u32) -> u64 {
     u64::MAX.checked_shr(64 - n).unwrap_or(0)
@@ -156,6 +216,26 @@ mod tests {
         assert!(!r.overran());
         assert_eq!(r.bits(1), 0);
         assert!(r.overran());
+    }
+
+    #[test]
+    fn what_is_written_reads_back() {
+        let mut w = BitWriter::default();
+        w.bit(true);
+        w.bits(0xABC, 12);
+        w.bits(u64::MAX, 64);
+        w.pad(70);
+        w.bits(0b101, 3);
+        let data = w.finish();
+        assert_eq!(data.len(), 24); // 150 bits in 3 words
+        let mut r = BitReader::new(&data);
+        assert!(r.bit());
+        assert_eq!(r.bits(12), 0xABC);
+        assert_eq!(r.bits(64), u64::MAX);
+        r.skip(70);
+        assert_eq!(r.bits(3), 0b101);
+        assert_eq!(r.bits(42), 0);
+        assert!(!r.overran());
     }
 
     #[test]

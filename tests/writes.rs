@@ -415,6 +415,55 @@ async fn a_value_out_of_a_codec_range_writes_nothing() {
     assert_ne!(hashes(&w.root.join(path)), before);
 }
 
+/// Lossy zfp has no form for NaN or infinity: a body holding one, last of
+/// all, is 400 and writes nothing, in zarrs' `zfp` and numcodecs' `zfpy`
+/// (v3, v2, inside shards); reversible zfp keeps NaN exactly.
+#[tokio::test]
+async fn nan_in_a_lossy_zfp_array_writes_nothing() {
+    let w = writable_copy(&common::repo().join("tests/fixtures/codecs"), |_| {}).await;
+    for path in [
+        "zarrs/zfp_float64_fixed_accuracy",
+        "v3_numcodecs/zfpy_rate_f32",
+        "v2/zfpy_rate_f64",
+        "sharded/zfpy_inner",
+    ] {
+        let before = hashes(&w.root.join(path));
+        let shape: Vec<u64> = serde_json::from_slice::<Value>(
+            &std::fs::read(w.root.join(path).join("zarr.json"))
+                .or_else(|_| std::fs::read(w.root.join(path).join(".zarray")))
+                .unwrap(),
+        )
+        .unwrap()["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        let mut values = vec![vec![Value::from(1.5); shape[1] as usize]; shape[0] as usize];
+        *values.last_mut().unwrap().last_mut().unwrap() = Value::from("NaN");
+        let body = serde_json::to_vec(&values).unwrap();
+        let response = put(&w.server, path, ":,:", "application/json", body).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+        let answer: Value = response.json().await.unwrap();
+        assert!(answer["detail"].as_str().unwrap().contains("NaN"), "{path}: {answer}");
+        assert_eq!(
+            hashes(&w.root.join(path)),
+            before,
+            "{path}: a refused write changed files"
+        );
+    }
+    let path = "zarrs/zfp_float32_reversible";
+    let mut values = vec![vec![Value::from(2.25); 17]; 13];
+    values[12][16] = Value::from("NaN");
+    let body = serde_json::to_vec(&values).unwrap();
+    let response = put(&w.server, path, ":,:", "application/json", body).await;
+    assert_eq!(response.status(), 200, "{path}");
+    let back = read_all(&w.server, path).await;
+    assert_eq!(back.len(), 13 * 17 * 4);
+    assert!(f32::from_le_bytes(back[back.len() - 4..].try_into().unwrap()).is_nan());
+    assert_eq!(f32::from_le_bytes(back[..4].try_into().unwrap()), 2.25);
+}
+
 /// `If-Match` holds per object (api.md 4.2): a write whose objects were
 /// checked at some versions puts each only at that version; an object
 /// found changed since is 412, never re-read and re-applied, and the

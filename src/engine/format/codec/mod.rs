@@ -375,10 +375,22 @@ impl CodecChain {
     }
 
     /// Whether a value can fail to encode: `scale_offset` and `cast_value`
-    /// check ranges (inner chains of shards included).
+    /// check ranges, lossy zfp refuses NaN and infinities (inner chains of
+    /// shards included).
     pub fn checks_values(&self) -> bool {
-        let own = self.array_to_array.iter().any(|(a2a, _)| a2a.checks_values());
+        let own = self.array_to_array.iter().any(|(a2a, _)| a2a.checks_values())
+            || self
+                .zfp_config()
+                .is_some_and(|z| z.checks_values(self.array_to_bytes_repr.data_type));
         own || self.inner_chain().is_some_and(CodecChain::checks_values)
+    }
+
+    /// The zfp mode of the chain's zfp or zfpy codec.
+    fn zfp_config(&self) -> Option<&array_to_bytes::zfp::Config> {
+        match &self.array_to_bytes {
+            Serializer::Codec(c) => c.zfp_config(),
+            Serializer::V2(f) => f.zfp_config(),
+        }
     }
 
     /// 400 if a value of `elements` (little-endian, of the chain's decoded
@@ -393,6 +405,9 @@ impl CodecChain {
             let count = (array.len() / repr.data_type.size().max(1)) as u64;
             let flat = ChunkRepr::new(vec![count], repr.data_type, repr.fill_value.clone());
             array = a2a.encode(array, &flat)?;
+        }
+        if let Some(zfp) = self.zfp_config() {
+            zfp.check_values(&array, self.array_to_bytes_repr.data_type)?;
         }
         match self.inner_chain() {
             Some(inner) => inner.check_values(array),

@@ -99,6 +99,15 @@ impl FilterStack {
         Some(size)
     }
 
+    /// The zfp mode of a `zfpy` compressor or filter (its elements are
+    /// checked as the chunk's: the filters before it keep NaN a NaN).
+    pub(crate) fn zfp_config(&self) -> Option<&super::array_to_bytes::zfp::Config> {
+        self.filters.iter().find_map(|(f, _)| match f {
+            Numcodec::Elements(e) => e.zfp_config(),
+            _ => None,
+        })
+    }
+
     /// 501 unless [`FilterStack::encode`] can encode chunks of `repr`.
     pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
         for (filter, data_type) in &self.filters {

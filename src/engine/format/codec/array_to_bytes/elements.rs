@@ -100,6 +100,14 @@ impl ElementsCodec {
         }
     }
 
+    /// The zfp mode this codec encodes with, if it is a writable zfpy.
+    pub(crate) fn zfp_config(&self) -> Option<&zfp::Config> {
+        match self {
+            Self::Zfpy(config) => config.as_ref(),
+            Self::Pcodec { .. } => None,
+        }
+    }
+
     /// 501 unless [`ElementsCodec::encode`] can encode.
     pub(crate) fn check_writable(&self) -> Result<()> {
         match self {

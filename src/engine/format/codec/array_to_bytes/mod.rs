@@ -62,6 +62,15 @@ impl ArrayToBytesCodec {
         }
     }
 
+    /// The zfp mode a zfp or zfpy codec encodes with.
+    pub(crate) fn zfp_config(&self) -> Option<&self::zfp::Config> {
+        match self {
+            Self::Zfp(z) => Some(z.config()),
+            Self::Elements(e) => e.zfp_config(),
+            _ => None,
+        }
+    }
+
     /// 501 unless [`ArrayToBytesCodec::encode`] can encode chunks of `repr`.
     pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
         match self {

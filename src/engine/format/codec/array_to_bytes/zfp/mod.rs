@@ -77,6 +77,27 @@ impl Config {
         })
     }
 
+    /// Whether the mode loses precision (every mode but reversible).
+    fn is_lossy(&self) -> bool {
+        !matches!(self, Self::Mode(mode) if mode.is_reversible())
+    }
+
+    /// Whether encoding elements of `data_type` can refuse a value: NaN and
+    /// infinities, which lossy zfp cannot hold.
+    pub(crate) fn checks_values(&self, data_type: DataType) -> bool {
+        self.is_lossy() && matches!(data_type, DataType::Float32 | DataType::Float64)
+    }
+
+    /// 400 if [`Config::checks_values`] and a value is NaN or infinite.
+    pub(crate) fn check_values(&self, values: &[u8], data_type: DataType) -> Result<()> {
+        match data_type {
+            _ if !self.is_lossy() => Ok(()),
+            DataType::Float32 => check_finite::<f32>(values, false),
+            DataType::Float64 => check_finite::<f64>(values, false),
+            _ => Ok(()),
+        }
+    }
+
     /// The mode for `field`; a fixed rate sized for `rate_dims` dimensions.
     pub(crate) fn mode(&self, field: &Field, rate_dims: usize) -> Mode {
         match *self {
@@ -138,6 +159,11 @@ impl ZfpCodec {
 }
 
 impl ZfpCodec {
+    /// The configured mode.
+    pub(crate) fn config(&self) -> &Config {
+        &self.mode
+    }
+
     /// Encode little-endian elements of `repr` as a chunk.
     pub(crate) fn encode(&self, array: &[u8], repr: &ChunkRepr) -> Result<Vec<u8>> {
         let field = Field::of_shape(scalar_of(repr.data_type)?, &repr.shape)?;

@@ -1,6 +1,7 @@
 //! zfp, LLNL's compressed format for 1-D to 4-D arrays of 32- and 64-bit
-//! integers and floats: a decoder written from its documentation, bit for
-//! bit what zfp 1.0 decodes.
+//! integers and floats: a decoder and an encoder written from zfp's
+//! documentation and libzfp 1.0's behaviour, bit for bit what it decodes
+//! and encodes (`tests/fixtures/zfp` holds the known answers).
 //!
 //! Two codecs carry zfp streams:
 //! - zarrs' `zfp` (also `zarrs.zfp`), an array -> bytes codec whose
@@ -121,7 +122,7 @@ impl ZfpCodec {
         };
         let integer = |key: &str| number(key).map(|n| n as i64);
         let mode = match config.get("mode").and_then(Value::as_str) {
-            // zarrs before 0.12 wrote the names without underscores.
+            // Older zarrs wrote the names without underscores.
             Some("fixed_rate" | "fixedrate") => Config::FixedRate(number("rate")?),
             Some("fixed_precision" | "fixedprecision") => {
                 Config::Mode(Mode::fixed_precision(integer("precision")?.clamp(0, 64) as u32))

@@ -198,21 +198,10 @@ fn fill_slab(c: &mut Criterion) {
 /// `ZFP_BENCH_DIR`), decoded through the `numcodecs.zfpy` codec after a
 /// check against what libzfp decoded; nothing to do when it is unset.
 fn zfp_decode(c: &mut Criterion) {
-    let Some(dir) = std::env::var_os("ZFP_BENCH_DIR").map(std::path::PathBuf::from) else {
-        return;
-    };
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let Some((dir, cases)) = zfp_cases() else { return };
     let mut group = c.benchmark_group("zfp_decode");
     group.sample_size(10);
-    for case in manifest.as_array().unwrap() {
-        let name = case["name"].as_str().unwrap();
-        let data_type = match case["dtype"].as_str().unwrap() {
-            "float32" => DataType::Float32,
-            _ => DataType::Float64,
-        };
-        let shape: Vec<u64> = serde_json::from_value(case["shape"].clone()).unwrap();
-        let repr = ChunkRepr::new(shape, data_type, vec![0; data_type.size()]);
+    for (name, repr, _) in cases {
         let chain = CodecChain::from_json(&json!([{"name": "numcodecs.zfpy", "configuration": {}}]), &repr).unwrap();
         let stream = Bytes::from(std::fs::read(dir.join(format!("{name}.zfp"))).unwrap());
         let want = std::fs::read(dir.join(format!("{name}.bin"))).unwrap();
@@ -227,26 +216,44 @@ fn zfp_decode(c: &mut Criterion) {
     }
 }
 
+/// A stream's name, chunk representation and numcodecs configuration.
+type ZfpCase = (String, ChunkRepr, serde_json::Value);
+
+/// The streams' directory and cases (`bench/zfp_peer.py`'s manifest).
+fn zfp_cases() -> Option<(std::path::PathBuf, Vec<ZfpCase>)> {
+    let dir = std::path::PathBuf::from(std::env::var_os("ZFP_BENCH_DIR")?);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let cases = manifest
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| {
+            let data_type = match case["dtype"].as_str().unwrap() {
+                "float32" => DataType::Float32,
+                _ => DataType::Float64,
+            };
+            let shape: Vec<u64> = serde_json::from_value(case["shape"].clone()).unwrap();
+            let repr = ChunkRepr::new(shape, data_type, vec![0; data_type.size()]);
+            (
+                case["name"].as_str().unwrap().to_string(),
+                repr,
+                case["numcodecs"].clone(),
+            )
+        })
+        .collect();
+    Some((dir, cases))
+}
+
 /// The same field encoded again through `numcodecs.zfpy` with the mode it
 /// was written in, after a check against what libzfp encodes it into.
 fn zfp_encode(c: &mut Criterion) {
-    let Some(dir) = std::env::var_os("ZFP_BENCH_DIR").map(std::path::PathBuf::from) else {
-        return;
-    };
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let Some((dir, cases)) = zfp_cases() else { return };
     let mut group = c.benchmark_group("zfp_encode");
     group.sample_size(10);
-    for case in manifest.as_array().unwrap() {
-        let name = case["name"].as_str().unwrap();
-        let data_type = match case["dtype"].as_str().unwrap() {
-            "float32" => DataType::Float32,
-            _ => DataType::Float64,
-        };
-        let shape: Vec<u64> = serde_json::from_value(case["shape"].clone()).unwrap();
-        let repr = ChunkRepr::new(shape, data_type, vec![0; data_type.size()]);
-        let codecs = json!([{"name": "numcodecs.zfpy", "configuration": case["numcodecs"]}]);
-        let chain = CodecChain::from_json(&codecs, &repr).unwrap();
+    for (name, repr, config) in cases {
+        let chain =
+            CodecChain::from_json(&json!([{"name": "numcodecs.zfpy", "configuration": config}]), &repr).unwrap();
         let values = Bytes::from(std::fs::read(dir.join(format!("{name}.bin"))).unwrap());
         let want = std::fs::read(dir.join(format!("{name}.re.zfp"))).unwrap();
         assert!(

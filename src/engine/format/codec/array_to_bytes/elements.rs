@@ -112,9 +112,7 @@ impl ElementsCodec {
     pub(crate) fn check_writable(&self) -> Result<()> {
         match self {
             Self::Pcodec { .. } | Self::Zfpy(Some(_)) => Ok(()),
-            Self::Zfpy(None) => Err(crate::engine::format::codec::cannot_write(
-                "zfpy without a numcodecs mode (2, 3, 4 or 5)",
-            )),
+            Self::Zfpy(None) => Err(zfpy_without_mode()),
         }
     }
 
@@ -123,11 +121,7 @@ impl ElementsCodec {
     pub(crate) fn encode(&self, decoded: &[u8], data_type: DataType, shape: &[u64]) -> Result<Vec<u8>> {
         let level = match self {
             Self::Pcodec { level } => level,
-            Self::Zfpy(None) => {
-                return Err(crate::engine::format::codec::cannot_write(
-                    "zfpy without a numcodecs mode (2, 3, 4 or 5)",
-                ))
-            }
+            Self::Zfpy(None) => return Err(zfpy_without_mode()),
             Self::Zfpy(Some(config)) => {
                 let field = zfp::Field::of_shape(zfpy_scalar(data_type)?, shape)?;
                 return zfp::encode(decoded, &field, &config.mode(&field, field.sizes.len()), true);
@@ -153,18 +147,7 @@ impl ElementsCodec {
 /// stream's header must name the type, and `count` elements when given
 /// (it is needed: the header alone could claim any size).
 fn zfpy(encoded: &[u8], data_type: DataType, count: Option<usize>) -> Result<Vec<u8>> {
-    let scalar = match data_type {
-        DataType::Int32 => Scalar::Int32,
-        DataType::Int64 => Scalar::Int64,
-        DataType::Float32 => Scalar::Float,
-        DataType::Float64 => Scalar::Double,
-        other => {
-            return Err(Error::Unsupported(format!(
-                "zfpy of {} (zfpy holds int32, int64, float32, float64)",
-                other.name()
-            )))
-        }
-    };
+    let scalar = zfpy_scalar(data_type)?;
     let Some(count) = count else {
         return Err(Error::Unsupported(
             "zfpy after a filter that changes the element count".into(),
@@ -181,6 +164,11 @@ fn zfpy(encoded: &[u8], data_type: DataType, count: Option<usize>) -> Result<Vec
         }
         Ok(())
     })
+}
+
+/// Writing a `zfpy` whose configuration names no mode numcodecs writes.
+fn zfpy_without_mode() -> Error {
+    crate::engine::format::codec::cannot_write("zfpy without a numcodecs mode (2, 3, 4 or 5)")
 }
 
 /// The zfp scalar zfpy stores elements of `data_type` as.

@@ -222,132 +222,97 @@ pub(super) trait Float: Copy + Default + PartialOrd {
     fn is_finite_number(self) -> bool;
 }
 
-impl Float for f32 {
-    type Int = i32;
-    const EBITS: u32 = 8;
+/// `Float` for a float of `$mantissa` stored mantissa bits, whose integers
+/// are `$int` (`$uint` unsigned) of the same width.
+macro_rules! float {
+    ($float:ty, $int:ty, $uint:ty, $ebits:expr, $mantissa:expr) => {
+        impl Float for $float {
+            type Int = $int;
+            const EBITS: u32 = $ebits;
 
-    fn power_of_two(e: i32) -> Self {
-        match e {
-            128.. => f32::INFINITY,
-            -126..=127 => f32::from_bits(((e + 127) as u32) << 23),
-            -149..=-127 => f32::from_bits(1 << (e + 149)),
-            _ => 0.0,
+            fn power_of_two(e: i32) -> Self {
+                const BIAS: i32 = (1 << ($ebits - 1)) - 1;
+                match e {
+                    _ if e > BIAS => <$float>::INFINITY,
+                    _ if e >= 1 - BIAS => <$float>::from_bits(((e + BIAS) as $uint) << $mantissa),
+                    // Subnormal: 2^e is 2^(e + bias - 1 + mantissa) steps of the smallest.
+                    _ if e >= 1 - BIAS - $mantissa => <$float>::from_bits(1 << (e + BIAS - 1 + $mantissa)),
+                    _ => 0.0,
+                }
+            }
+
+            fn times(self, i: $int) -> Self {
+                self * i as $float
+            }
+
+            fn reinterpret(i: $int) -> Self {
+                <$float>::from_bits(sign_magnitude(i as $uint))
+            }
+
+            fn to_twos_complement(self) -> $int {
+                sign_magnitude(self.to_bits()) as $int
+            }
+
+            fn scaled_to_int(self, scale: Self) -> $int {
+                let y = self * scale;
+                let limit = -(<$int>::MIN as $float);
+                if (-limit..limit).contains(&y) {
+                    y as $int
+                } else {
+                    <$int>::MIN
+                }
+            }
+
+            fn exponent(self) -> i32 {
+                const BIAS: i32 = (1 << ($ebits - 1)) - 1;
+                match self {
+                    // glibc's frexp gives 0 for infinity.
+                    <$float>::INFINITY => 0,
+                    x if x > 0.0 => {
+                        let biased = ((x.to_bits() >> $mantissa) & ((1 << $ebits) - 1)) as i32;
+                        (biased - (BIAS - 1)).max(1 - BIAS)
+                    }
+                    _ => -BIAS,
+                }
+            }
+
+            fn magnitude(self) -> Self {
+                self.abs()
+            }
+
+            fn bits_equal(self, other: Self) -> bool {
+                self.to_bits() == other.to_bits()
+            }
+
+            fn is_finite_number(self) -> bool {
+                self.is_finite()
+            }
         }
-    }
 
-    fn times(self, i: i32) -> Self {
-        self * i as f32
-    }
-
-    fn reinterpret(i: i32) -> Self {
-        let magnitude = if i < 0 { (i as u32) ^ 0x7fff_ffff } else { i as u32 };
-        f32::from_bits(magnitude)
-    }
-
-    fn to_twos_complement(self) -> i32 {
-        let i = self.to_bits() as i32;
-        if i < 0 {
-            ((i as u32) ^ 0x7fff_ffff) as i32
-        } else {
-            i
+        impl SignMagnitude for $uint {
+            fn sign_magnitude(self) -> Self {
+                // Negative: flip every bit but the sign (an involution).
+                if self >> (<$uint>::BITS - 1) == 1 {
+                    self ^ (<$uint>::MAX >> 1)
+                } else {
+                    self
+                }
+            }
         }
-    }
-
-    fn scaled_to_int(self, scale: Self) -> i32 {
-        let y = self * scale;
-        if (-2_147_483_648.0..2_147_483_648.0).contains(&y) {
-            y as i32
-        } else {
-            i32::MIN
-        }
-    }
-
-    fn exponent(self) -> i32 {
-        match self {
-            // glibc's frexp gives 0 for infinity.
-            f32::INFINITY => 0,
-            x if x > 0.0 => (((x.to_bits() >> 23) & 0xff) as i32 - 126).max(-126),
-            _ => -127,
-        }
-    }
-
-    fn magnitude(self) -> Self {
-        self.abs()
-    }
-
-    fn bits_equal(self, other: Self) -> bool {
-        self.to_bits() == other.to_bits()
-    }
-
-    fn is_finite_number(self) -> bool {
-        self.is_finite()
-    }
+    };
 }
 
-impl Float for f64 {
-    type Int = i64;
-    const EBITS: u32 = 11;
-
-    fn power_of_two(e: i32) -> Self {
-        match e {
-            1024.. => f64::INFINITY,
-            -1022..=1023 => f64::from_bits(((e + 1023) as u64) << 52),
-            -1074..=-1023 => f64::from_bits(1 << (e + 1074)),
-            _ => 0.0,
-        }
-    }
-
-    fn times(self, i: i64) -> Self {
-        self * i as f64
-    }
-
-    fn reinterpret(i: i64) -> Self {
-        let magnitude = if i < 0 {
-            (i as u64) ^ 0x7fff_ffff_ffff_ffff
-        } else {
-            i as u64
-        };
-        f64::from_bits(magnitude)
-    }
-
-    fn to_twos_complement(self) -> i64 {
-        let i = self.to_bits() as i64;
-        if i < 0 {
-            ((i as u64) ^ 0x7fff_ffff_ffff_ffff) as i64
-        } else {
-            i
-        }
-    }
-
-    fn scaled_to_int(self, scale: Self) -> i64 {
-        let y = self * scale;
-        if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&y) {
-            y as i64
-        } else {
-            i64::MIN
-        }
-    }
-
-    fn exponent(self) -> i32 {
-        match self {
-            f64::INFINITY => 0,
-            x if x > 0.0 => (((x.to_bits() >> 52) & 0x7ff) as i32 - 1022).max(-1022),
-            _ => -1023,
-        }
-    }
-
-    fn magnitude(self) -> Self {
-        self.abs()
-    }
-
-    fn bits_equal(self, other: Self) -> bool {
-        self.to_bits() == other.to_bits()
-    }
-
-    fn is_finite_number(self) -> bool {
-        self.is_finite()
-    }
+/// Between sign-magnitude bits and two's complement ones, either way.
+trait SignMagnitude {
+    fn sign_magnitude(self) -> Self;
 }
+
+fn sign_magnitude<U: SignMagnitude>(bits: U) -> U {
+    bits.sign_magnitude()
+}
+
+float!(f32, i32, u32, 8, 23);
+float!(f64, i64, u64, 11, 52);
 
 /// Scratch space for decoding blocks, kept across the blocks of a stream.
 pub(super) struct Scratch<I> {

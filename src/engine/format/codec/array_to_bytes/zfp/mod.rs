@@ -326,32 +326,46 @@ fn check_finite<F: block::Float + LeBytes>(values: &[u8], reversible: bool) -> R
 /// zfp pads), the `x` axis fastest, and hand it to `encode`.
 fn gather<T: LeBytes + Copy + Default>(values: &[u8], field: &Field, mut encode: impl FnMut(usize, &mut [T])) {
     let dims = field.sizes.len();
-    let mut sizes = [1usize; 4];
-    sizes[..dims].copy_from_slice(&field.sizes);
     let mut block = [T::default(); MAX_BLOCK];
     let block = &mut block[..1 << (2 * dims)];
-    let mut origin = [0usize; 4];
-    for _ in 0..field.blocks() {
-        let extent: [usize; 4] = std::array::from_fn(|d| if d < dims { (sizes[d] - origin[d]).min(4) } else { 1 });
-        for w in 0..extent[3] {
-            for z in 0..extent[2] {
-                for y in 0..extent[1] {
-                    let row = ((origin[3] + w) * sizes[2] + origin[2] + z) * sizes[1] + origin[1] + y;
-                    let start = (row * sizes[0] + origin[0]) * T::SIZE;
-                    let to = 64 * w + 16 * z + 4 * y;
-                    for (place, bytes) in block[to..to + extent[0]]
-                        .iter_mut()
-                        .zip(values[start..].chunks_exact(T::SIZE))
-                    {
-                        *place = T::read_le(bytes);
-                    }
-                }
+    walk_blocks(field, |rows, extent| {
+        for &(start, to) in rows {
+            let start = start * T::SIZE;
+            for (place, bytes) in block[to..to + extent[0]]
+                .iter_mut()
+                .zip(values[start..].chunks_exact(T::SIZE))
+            {
+                *place = T::read_le(bytes);
             }
         }
         if extent[..dims].iter().any(|&e| e < 4) {
             encode::pad(block, dims, extent);
         }
         encode(dims, block);
+    });
+}
+
+/// Visit the blocks of a field in zfp's order (`x` fastest): for each, its
+/// rows along `x` (where each starts in the field, in elements, and in the
+/// block) and how many of its values lie in the field along each axis.
+fn walk_blocks(field: &Field, mut visit: impl FnMut(&[(usize, usize)], [usize; 4])) {
+    let dims = field.sizes.len();
+    let mut sizes = [1usize; 4];
+    sizes[..dims].copy_from_slice(&field.sizes);
+    let mut origin = [0usize; 4];
+    let mut rows = Vec::with_capacity(64);
+    for _ in 0..field.blocks() {
+        let extent: [usize; 4] = std::array::from_fn(|d| if d < dims { (sizes[d] - origin[d]).min(4) } else { 1 });
+        rows.clear();
+        for w in 0..extent[3] {
+            for z in 0..extent[2] {
+                for y in 0..extent[1] {
+                    let row = ((origin[3] + w) * sizes[2] + origin[2] + z) * sizes[1] + origin[1] + y;
+                    rows.push((row * sizes[0] + origin[0], 64 * w + 16 * z + 4 * y));
+                }
+            }
+        }
+        visit(&rows, extent);
         for d in 0..dims {
             origin[d] += 4;
             if origin[d] < sizes[d] {
@@ -411,37 +425,18 @@ fn blocks<T: LeBytes + Copy + Default>(
     mut decode: impl FnMut(&mut BitReader<'_>, usize, &mut [T]),
 ) -> Vec<u8> {
     let dims = field.sizes.len();
-    let mut sizes = [1usize; 4];
-    sizes[..dims].copy_from_slice(&field.sizes);
     let mut out = vec![0u8; field.len() * T::SIZE];
     let mut block = [T::default(); MAX_BLOCK];
     let block = &mut block[..1 << (2 * dims)];
-    let mut origin = [0usize; 4];
-    for _ in 0..field.blocks() {
+    walk_blocks(field, |rows, extent| {
         decode(stream, dims, block);
-        let extent: [usize; 4] = std::array::from_fn(|d| if d < dims { (sizes[d] - origin[d]).min(4) } else { 1 });
-        for w in 0..extent[3] {
-            for z in 0..extent[2] {
-                for y in 0..extent[1] {
-                    let row = ((origin[3] + w) * sizes[2] + origin[2] + z) * sizes[1] + origin[1] + y;
-                    let start = (row * sizes[0] + origin[0]) * T::SIZE;
-                    let from = 64 * w + 16 * z + 4 * y;
-                    let values = &block[from..from + extent[0]];
-                    for (value, place) in values.iter().zip(out[start..].chunks_exact_mut(T::SIZE)) {
-                        value.write_le(place);
-                    }
-                }
+        for &(start, from) in rows {
+            let values = &block[from..from + extent[0]];
+            for (value, place) in values.iter().zip(out[start * T::SIZE..].chunks_exact_mut(T::SIZE)) {
+                value.write_le(place);
             }
         }
-        // The next block: x first.
-        for d in 0..dims {
-            origin[d] += 4;
-            if origin[d] < sizes[d] {
-                break;
-            }
-            origin[d] = 0;
-        }
-    }
+    });
     out
 }
 

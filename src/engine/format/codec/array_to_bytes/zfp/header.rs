@@ -248,10 +248,15 @@ fn floor_log2(x: f64) -> i32 {
     exponent - 1023
 }
 
+/// Bits a header gives each size of a field of `dims` dimensions.
+fn size_bits(dims: usize) -> u32 {
+    [48, 24, 16, 12][dims - 1]
+}
+
 /// Write a full header (magic, field, mode), as `zfp_write_header` does.
 pub(super) fn write(stream: &mut BitWriter, field: &Field, mode: &Mode) -> Result<()> {
     let dims = field.sizes.len();
-    let width = [48u32, 24, 16, 12][dims - 1];
+    let width = size_bits(dims);
     if field.sizes.iter().any(|&n| n == 0 || (n as u64 - 1) >> width != 0) {
         return Err(Error::Unsupported(format!(
             "zfpy of a chunk of {:?} (zfp's header has {width} bits a dimension)",
@@ -299,7 +304,7 @@ pub(super) fn read(stream: &mut BitReader<'_>) -> Result<(Field, Mode)> {
     let scalar = Scalar::from_code(meta & 3);
     let dims = ((meta >> 2) & 3) as usize + 1;
     let sizes = meta >> 4;
-    let width = [48u32, 24, 16, 12][dims - 1];
+    let width = size_bits(dims);
     let size_mask = (1u64 << width) - 1;
     let sizes = (0..dims)
         .map(|i| ((sizes >> (width * i as u32)) & size_mask) as usize + 1)

@@ -46,13 +46,19 @@ impl<'a> BitReader<'a> {
         u64::from_le_bytes(word)
     }
 
-    /// One bit.
+    /// Load the next word when the current one is used up.
     #[inline]
-    pub(super) fn bit(&mut self) -> bool {
+    fn refill(&mut self) {
         if self.count == 0 {
             self.buffer = self.load();
             self.count = 64;
         }
+    }
+
+    /// One bit.
+    #[inline]
+    pub(super) fn bit(&mut self) -> bool {
+        self.refill();
         let bit = self.buffer & 1 == 1;
         self.buffer >>= 1;
         self.count -= 1;
@@ -89,10 +95,7 @@ impl<'a> BitReader<'a> {
     pub(super) fn zeros_then_one(&mut self, limit: u32) -> (u32, bool) {
         let mut zeros = 0;
         while zeros < limit {
-            if self.count == 0 {
-                self.buffer = self.load();
-                self.count = 64;
-            }
+            self.refill();
             // Bits above `count` are zero, so a one below it is the next one.
             let run = self.buffer.trailing_zeros();
             let room = self.count.min(limit - zeros);

@@ -132,6 +132,36 @@ fn streams_encode_as_zfpy_encodes_them() {
     }
 }
 
+/// A float32 block of subnormals only: libzfp's scale overflows to
+/// infinity and x86 turns every value into `INT_MIN` (zfpy 1.0.1's bytes,
+/// which decode to -0.0); the encoder does the same.
+#[test]
+fn a_block_of_subnormals_encodes_as_libzfp_does() {
+    let values: Vec<u8> = [1e-40f32, -3e-41, 5e-42, 2e-39]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let field = Field::of_shape(Scalar::Float, &[4]).unwrap();
+    for (mode, zfpy) in [
+        (
+            Mode::fixed_precision(20),
+            "7a6670053200000000003081039a0a000000000000000000",
+        ),
+        (
+            Mode::fixed_accuracy(0.0),
+            "7a667005320000000000f0ff008088e0af8737a0a900000000000000000000000000000000000000",
+        ),
+        (
+            Mode::fixed_rate(16.0, Scalar::Float, 1),
+            "7a667005320000000000f003039a0a000000000000000000",
+        ),
+    ] {
+        let got = encode(&values, &field, &mode, true).unwrap();
+        let hex: String = got.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, zfpy, "{mode:?}");
+    }
+}
+
 /// What zarrs' codec writes it reads back: every mode, promoted integers,
 /// fixed rates sized as zarrs sizes them.
 #[test]

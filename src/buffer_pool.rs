@@ -1,11 +1,12 @@
-//! Reused large buffers: output slabs and the bytes read from local files.
+//! Reused large buffers: output slabs, the bytes read from local files, and
+//! the chunks a write builds and encodes.
 //!
 //! A fresh multi-megabyte buffer costs a page fault and a page clear per
 //! 4 KiB (or per huge page) on first touch: about a tenth of the CPU of a
 //! bulk read in profiles. Such buffers are instead taken from a
 //! [`BufferPool`] and given back when the last reference to their bytes is
 //! dropped (after the HTTP layer has written a slab, after the chunks of a
-//! read are decoded).
+//! read are decoded, after a written chunk is stored).
 //!
 //! A pooled buffer keeps the bytes of its previous use: a slab must write
 //! every byte it hands out, which read planning guarantees (every output

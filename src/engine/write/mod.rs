@@ -27,6 +27,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use self::region::{combinations, inner_runs, runs, scatter, Run};
+use crate::buffer_pool::BufferPool;
 use crate::engine::error::{Error, Result};
 use crate::engine::format::codec::array_to_bytes::sharding::ShardingCodec;
 use crate::engine::format::codec::{ChunkRepr, CodecChain};
@@ -411,6 +412,7 @@ impl Dataset {
             object.keep_fill,
         );
         let items = object.items.clone();
+        let buffers = self.resources.buffers.clone();
         let encoded = blocking(move || {
             let repr = codecs_.decoded_repr();
             if repr.data_type.is_variable() {
@@ -423,9 +425,10 @@ impl Dataset {
                     Some(chunk) => codecs_.encode(chunk).map(Some),
                 };
             }
+            // Chunk-sized buffers come from the pool and go back to it.
             let mut chunk = match old {
                 Some(old) => Vec::from(codecs_.decode(old)?),
-                None => repr.fill_chunk(),
+                None => repr.fill_chunk_in(&buffers),
             };
             scatter(
                 &body,
@@ -437,7 +440,9 @@ impl Dataset {
             );
             match !keep_fill && repr.is_fill(&chunk) {
                 true => Ok(None),
-                false => codecs_.encode(chunk).map(Some),
+                false => codecs_
+                    .encode_in(BufferPool::into_bytes(&buffers, chunk), Some(&buffers))
+                    .map(Some),
             }
         })
         .await?;

@@ -13,6 +13,8 @@ pub mod bytes_to_bytes;
 pub(crate) mod numcodecs;
 pub(crate) mod v2;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -23,6 +25,7 @@ use self::array_to_bytes::ArrayToBytesCodec;
 use self::bytes_to_bytes::BytesToBytesCodec;
 use self::numcodecs::{Numcodec, V3_PREFIX};
 use self::v2::FilterStack;
+use crate::buffer_pool::BufferPool;
 use crate::engine::error::{corrupt, Error, Result};
 use crate::engine::format::data_type::DataType;
 use crate::engine::format::json::name_and_configuration;
@@ -90,6 +93,19 @@ impl ChunkRepr {
             false => self.fill_value.repeat(count),
         }
     }
+
+    /// [`ChunkRepr::fill_chunk`] in a buffer of `buffers`.
+    pub(crate) fn fill_chunk_in(&self, buffers: &BufferPool) -> Vec<u8> {
+        let size = self.fill_value.len();
+        let mut chunk = buffers.take(self.num_elements() as usize * size);
+        match self.fill_value.iter().all(|&b| b == 0) {
+            true => chunk.fill(0),
+            false => chunk
+                .chunks_exact_mut(size)
+                .for_each(|element| element.copy_from_slice(&self.fill_value)),
+        }
+        chunk
+    }
 }
 
 /// Whether a little-endian float of 2, 4 or 8 bytes is a NaN.
@@ -135,10 +151,10 @@ impl Serializer {
         }
     }
 
-    fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+    fn encode(&self, array: Bytes, repr: &ChunkRepr, buffers: Option<&Arc<BufferPool>>) -> Result<Bytes> {
         match self {
             Self::Codec(c) => c.encode(array, repr),
-            Self::V2(f) => f.encode(array, repr),
+            Self::V2(f) => f.encode(array, repr, buffers),
         }
     }
 }
@@ -342,6 +358,12 @@ impl CodecChain {
     /// Encode a chunk's C-order, little-endian elements (of
     /// [`CodecChain::decoded_repr`]) with every codec of the chain.
     pub fn encode(&self, decoded: impl Into<Bytes>) -> Result<Bytes> {
+        self.encode_in(decoded, None)
+    }
+
+    /// [`CodecChain::encode`], the outputs of compressors in buffers of
+    /// `buffers` (see [`BytesToBytesCodec::encode_in`]).
+    pub(crate) fn encode_in(&self, decoded: impl Into<Bytes>, buffers: Option<&Arc<BufferPool>>) -> Result<Bytes> {
         let mut array: Bytes = decoded.into();
         let expected = self.decoded_repr.size_bytes();
         if array.len() != expected && !self.decoded_repr.data_type.is_variable() {
@@ -353,10 +375,10 @@ impl CodecChain {
         for (a2a, repr) in &self.array_to_array {
             array = a2a.encode(array, repr)?;
         }
-        let mut bytes = self.array_to_bytes.encode(array, &self.array_to_bytes_repr)?;
+        let mut bytes = self.array_to_bytes.encode(array, &self.array_to_bytes_repr, buffers)?;
         let element_size = self.array_to_bytes_repr.data_type.size();
         for b2b in &self.bytes_to_bytes {
-            bytes = Bytes::from(b2b.encode(&bytes, element_size)?);
+            bytes = b2b.encode_in(&bytes, element_size, buffers)?;
         }
         Ok(bytes)
     }
@@ -559,6 +581,57 @@ mod tests {
                 let cut = chain.decode_to_scratch(Bytes::from(encoded[..encoded.len() - 1].to_vec()), &mut scratch);
                 assert!(cut.is_err(), "{codecs}: a truncated chunk is an error");
             }
+        }
+    }
+
+    /// Encoding into a pool's buffers gives the bytes a plain encode gives,
+    /// however dirty the buffers it reuses; zstd writes into one of them.
+    #[test]
+    fn encoding_into_pooled_buffers_gives_the_same_bytes() {
+        use crate::buffer_pool::BufferPool;
+        use crate::engine::format::codec::bytes_to_bytes::zstd::ZstdCodec;
+        let r = repr(&[512, 1024], DataType::Float32); // 2 MiB: pooled
+        let elements: Vec<u8> = (0..512 * 1024u32)
+            .flat_map(|i| ((i % 977) as f32 * 0.25).to_le_bytes())
+            .collect();
+        let pool = Arc::new(BufferPool::new(64 << 20));
+        let bound = ZstdCodec::bound(elements.len());
+        for len in [2 << 20, bound, 3 << 20] {
+            drop(BufferPool::into_bytes(&pool, vec![0xA5; len]));
+        }
+        let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let zstd = json!({"name": "zstd", "configuration": {"level": 3, "checksum": false}});
+        let v3 = |codecs: Value| CodecChain::from_json(&codecs, &r).unwrap();
+        let v2 = |filters: Value, compressor: Value| {
+            CodecChain::from_v2(Some(&filters), Some(&compressor), Endian::Little, false, &r).unwrap()
+        };
+        let chains = [
+            v3(json!([le, zstd])),
+            v3(json!([le, zstd, {"name": "crc32c"}])),
+            v3(json!([le, {"name": "gzip", "configuration": {"level": 1}}])),
+            v3(json!([le])),
+            v2(
+                json!([{"id": "shuffle", "elementsize": 4}]),
+                json!({"id": "zstd", "level": 3}),
+            ),
+        ];
+        for (n, chain) in chains.iter().enumerate() {
+            let plain = chain.encode(elements.clone()).unwrap();
+            for _ in 0..2 {
+                let pooled = chain.encode_in(elements.clone(), Some(&pool)).unwrap();
+                assert_eq!(pooled, plain, "chain {n}");
+            }
+        }
+        // Alone in a pool, a buffer of the bound is the one zstd writes into.
+        let (alone, seeded) = (Arc::new(BufferPool::new(64 << 20)), vec![0xA5; bound]);
+        let at = seeded.as_ptr();
+        drop(BufferPool::into_bytes(&alone, seeded));
+        let pooled = chains[0].encode_in(elements.clone(), Some(&alone)).unwrap();
+        assert_eq!(pooled.as_ptr(), at, "zstd wrote into the pooled buffer");
+        for fill in [0f32, 7.5] {
+            let r = ChunkRepr::new(vec![512, 1024], DataType::Float32, fill.to_le_bytes().to_vec());
+            drop(BufferPool::into_bytes(&pool, vec![0xA5; 2 << 20]));
+            assert_eq!(r.fill_chunk_in(&pool), r.fill_chunk(), "fill {fill}");
         }
     }
 

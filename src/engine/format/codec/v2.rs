@@ -12,6 +12,8 @@
 //! compressor; a compressor that is not a bytes -> bytes codec (`delta`,
 //! `pcodec`) becomes the last filter.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -20,6 +22,7 @@ use super::array_to_bytes::vlen::VlenCodec;
 use super::numcodecs::filters::Filter;
 use super::numcodecs::Numcodec;
 use super::ChunkRepr;
+use crate::buffer_pool::BufferPool;
 use crate::engine::error::{corrupt, Error, Result};
 use crate::engine::format::data_type::DataType;
 use crate::engine::format::json::numcodecs_id;
@@ -135,16 +138,17 @@ impl FilterStack {
     }
 
     /// Encode C-order little-endian elements of `repr`: the dtype's byte
-    /// order, then the filters in order.
-    pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
+    /// order, then the filters in order, compressors writing into buffers
+    /// of `buffers` when given (as `BytesToBytesCodec::encode_in`).
+    pub(crate) fn encode(&self, array: Bytes, repr: &ChunkRepr, buffers: Option<&Arc<BufferPool>>) -> Result<Bytes> {
         let mut data = match &self.vlen {
             Some(vlen) => vlen.encode(&array, repr)?,
             None => self.bytes.encode(array, repr),
         };
         for (at, (filter, data_type)) in self.filters.iter().enumerate() {
-            data = Bytes::from(match filter {
-                Numcodec::Filter(f) => f.encode(&data, *data_type)?,
-                Numcodec::Bytes(b) => b.encode(&data, data_type.size())?,
+            data = match filter {
+                Numcodec::Filter(f) => Bytes::from(f.encode(&data, *data_type)?),
+                Numcodec::Bytes(b) => b.encode_in(&data, data_type.size(), buffers)?,
                 Numcodec::Elements(e) => {
                     // The elements' shape: the chunk's, unless a filter changed their count.
                     let count = data.len() / data_type.size().max(1);
@@ -152,9 +156,9 @@ impl FilterStack {
                         Some(_) => repr.shape.clone(),
                         None => vec![count as u64],
                     };
-                    e.encode(&data, *data_type, &shape)?
+                    Bytes::from(e.encode(&data, *data_type, &shape)?)
                 }
-            });
+            };
         }
         Ok(data)
     }

@@ -10,6 +10,8 @@ pub(crate) mod shuffle;
 pub mod zlib;
 pub mod zstd;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
@@ -22,6 +24,7 @@ use self::lzma::LzmaCodec;
 use self::shuffle::ShuffleCodec;
 use self::zlib::ZlibCodec;
 use self::zstd::ZstdCodec;
+use crate::buffer_pool::BufferPool;
 use crate::engine::error::{corrupt, Error, Result};
 
 /// A bytes -> bytes codec.
@@ -128,6 +131,31 @@ impl BytesToBytesCodec {
             Self::Shuffle(c) => c.encode(decoded),
             Self::Crc32c(c) | Self::Checksum(c) => c.encode(decoded),
         })
+    }
+
+    /// [`BytesToBytesCodec::encode`], the output in a buffer of `buffers`
+    /// (when given) that goes back to it once the bytes are dropped: a
+    /// write's multi-megabyte outputs then reuse memory instead of faulting
+    /// in fresh pages (zstd writes into the pooled buffer; other codecs'
+    /// outputs join the pool when dropped).
+    pub(crate) fn encode_in(
+        &self,
+        decoded: &[u8],
+        element_size: usize,
+        buffers: Option<&Arc<BufferPool>>,
+    ) -> Result<Bytes> {
+        let Some(buffers) = buffers else {
+            return self.encode(decoded, element_size).map(Bytes::from);
+        };
+        let encoded = match self {
+            Self::Zstd(c) => {
+                let mut out = buffers.take_empty(ZstdCodec::bound(decoded.len()));
+                c.encode_into(decoded, &mut out)?;
+                out
+            }
+            _ => self.encode(decoded, element_size)?,
+        };
+        Ok(BufferPool::into_bytes(buffers, encoded))
     }
 
     /// Decode; `expected` is the decoded size when the chain knows it.

@@ -52,6 +52,13 @@ impl ZstdCodec {
     /// One frame at the configured level, declaring its content size (as
     /// zarr-python's frames do), with a content checksum when configured.
     pub(crate) fn encode(&self, decoded: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_into(decoded, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`ZstdCodec::encode`] into `out` (cleared; its capacity reused).
+    pub(crate) fn encode_into(&self, decoded: &[u8], out: &mut Vec<u8>) -> Result<()> {
         use zstd::zstd_safe::{CParameter, ResetDirective};
         let failed = |code: usize| {
             crate::engine::error::Error::Unsupported(format!(
@@ -59,6 +66,8 @@ impl ZstdCodec {
                 zstd::zstd_safe::get_error_name(code)
             ))
         };
+        out.clear();
+        out.reserve(Self::bound(decoded.len()));
         // One compression context per thread, reused from chunk to chunk.
         ENCODER.with_borrow_mut(|slot| {
             let cctx = slot.get_or_insert_with(CCtx::create);
@@ -67,10 +76,14 @@ impl ZstdCodec {
                 .map_err(failed)?;
             cctx.set_parameter(CParameter::ChecksumFlag(self.checksum))
                 .map_err(failed)?;
-            let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(decoded.len()));
-            cctx.compress2(&mut out, decoded).map_err(failed)?;
-            Ok(out)
+            cctx.compress2(out, decoded).map_err(failed)?;
+            Ok(())
         })
+    }
+
+    /// The most bytes a frame of `decoded` bytes takes.
+    pub(crate) fn bound(decoded: usize) -> usize {
+        zstd::zstd_safe::compress_bound(decoded)
     }
 
     /// Decompress one or more frames.

@@ -194,6 +194,34 @@ impl AppState {
         allow: &'static str,
         transaction: Option<&str>,
     ) -> Result<Dataset, ApiError> {
+        self.write_target(addressed, caller, allow, transaction, Hold::Lease)
+            .await
+    }
+
+    /// What a write whose body is still to come is checked against (its
+    /// region planned, its parameters checked): [`AppState::writable`],
+    /// but a transaction as a read of `@transaction.ID` sees it, without
+    /// taking its lease, so that a slow upload holds no transaction. The
+    /// write then takes it with [`AppState::writable`] once the body is in.
+    pub(super) async fn write_view(
+        &self,
+        addressed: &str,
+        caller: &Caller,
+        allow: &'static str,
+        transaction: Option<&str>,
+    ) -> Result<Dataset, ApiError> {
+        self.write_target(addressed, caller, allow, transaction, Hold::View)
+            .await
+    }
+
+    async fn write_target(
+        &self,
+        addressed: &str,
+        caller: &Caller,
+        allow: &'static str,
+        transaction: Option<&str>,
+        hold: Hold,
+    ) -> Result<Dataset, ApiError> {
         let (name, version) = split_version(addressed);
         let dataset = self.write_allowed(name, caller, allow)?;
         // A version of a dataset is read, never written.
@@ -213,7 +241,7 @@ impl AppState {
             None => None,
             Some(Ok(Version::Branch(branch))) => Some(branch),
             Some(Ok(Version::Transaction(id))) if transaction.is_none_or(|t| t == id) => {
-                return Ok(dataset.in_transaction(&id, self.transaction_times).await?)
+                return self.in_transaction(dataset, &id, hold).await
             }
             Some(Ok(Version::Transaction(_))) => {
                 return Err(ApiError::BadRequest(format!(
@@ -230,13 +258,21 @@ impl AppState {
         let Some(id) = transaction else {
             return Ok(dataset.on_branch(branch.as_deref().unwrap_or("main")).await?);
         };
-        let written = dataset.in_transaction(id, self.transaction_times).await?;
+        let written = self.in_transaction(dataset, id, hold).await?;
         match (&branch, written.branch()) {
             (Some(named), Some(its)) if named != its => Err(ApiError::BadRequest(format!(
                 "transaction '{id}' is on branch '{its}', not '{named}'; nothing was written"
             ))),
             _ => Ok(written),
         }
+    }
+
+    /// Transaction `id` of `dataset`, held or seen as `hold` says.
+    async fn in_transaction(&self, dataset: &Dataset, id: &str, hold: Hold) -> Result<Dataset, ApiError> {
+        Ok(match hold {
+            Hold::Lease => dataset.in_transaction(id, self.transaction_times).await?,
+            Hold::View => dataset.transaction_view(id).await?,
+        })
     }
 
     /// How often a commit is rebased onto a branch that moved before 409.
@@ -330,4 +366,12 @@ fn split_version(addressed: &str) -> (&str, Option<&str>) {
         Some((name, version)) => (name, Some(version)),
         None => (addressed, None),
     }
+}
+
+/// Whether a write takes its transaction's lease ([`AppState::writable`])
+/// or only sees the transaction ([`AppState::write_view`]).
+#[derive(Debug, Clone, Copy)]
+enum Hold {
+    Lease,
+    View,
 }

@@ -2,7 +2,10 @@
 //! the dataset takes writes and the caller's `write` grant, plans the
 //! region as a read of it would be planned, receives the body whole and
 //! checks it against the region, checks `If-Match` against the region's
-//! binary ETag, then hands the elements to the engine.
+//! binary ETag, then hands the elements to the engine. A write in a
+//! transaction takes the transaction's lease only once its body is in (and
+//! plans the region again as the transaction then holds it): a slow upload
+//! keeps no other request of the transaction waiting.
 
 use std::sync::Arc;
 
@@ -69,7 +72,9 @@ pub(super) async fn append(
     body: Body,
 ) -> Result<Response, ApiError> {
     let transaction = transaction_of(query)?;
-    let dataset = state.writable(ds, caller, READ_METHODS, transaction.as_deref()).await?;
+    let view = state
+        .write_view(ds, caller, READ_METHODS, transaction.as_deref())
+        .await?;
     let mut dim = None;
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
@@ -84,14 +89,18 @@ pub(super) async fn append(
         }
     }
     let kind = Kind::of(headers)?;
+    let dim = dim.as_deref().unwrap_or("");
+    let meta = view.node(path).await?.array()?.clone();
+    dimension(dim, &meta.shape, meta.dimension_names.as_deref())?;
+    let upload = upload::receive(body, headers, &state.uploads).await?;
+    // The array as the dataset (a transaction, held from here) has it now.
+    let dataset = match &transaction {
+        None => view,
+        Some(id) => state.writable(ds, caller, READ_METHODS, Some(id)).await?,
+    };
     let node = dataset.node(path).await?;
     let meta = node.array()?;
-    let dim = dimension(
-        dim.as_deref().unwrap_or(""),
-        &meta.shape,
-        meta.dimension_names.as_deref(),
-    )?;
-    let upload = upload::receive(body, headers, &state.uploads).await?;
+    let dim = dimension(dim, &meta.shape, meta.dimension_names.as_deref())?;
     let body_bytes = upload.len();
     upload::check_json_size(kind, &upload, &state.uploads)?;
     let count = upload::free_length(kind, &upload, &meta.shape, dim, meta.data_type)?;
@@ -472,7 +481,9 @@ async fn write_region(
     body: Body,
 ) -> Result<Response, ApiError> {
     let transaction = transaction_of(query)?;
-    let dataset = state.writable(ds, caller, READ_METHODS, transaction.as_deref()).await?;
+    let view = state
+        .write_view(ds, caller, READ_METHODS, transaction.as_deref())
+        .await?;
     for (key, _) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if !WRITE_PARAMETERS.contains(&key.as_ref()) {
             return Err(unknown_parameter(&key, &WRITE_PARAMETERS));
@@ -480,9 +491,15 @@ async fn write_region(
     }
     let query = Query::from_query_string(Some(&without_transaction(query)))?;
     let kind = Kind::of(headers)?;
+    RegionWrite::of(&view.plan_query(path, &query.read).await?)?;
+    let upload = upload::receive(body, headers, &state.uploads).await?;
+    // The region as the dataset (a transaction, held from here) has it now.
+    let dataset = match &transaction {
+        None => view,
+        Some(id) => state.writable(ds, caller, READ_METHODS, Some(id)).await?,
+    };
     let plan = dataset.plan_query(path, &query.read).await?;
     let write = RegionWrite::of(&plan)?;
-    let upload = upload::receive(body, headers, &state.uploads).await?;
     let body_bytes = upload.len();
     let (shape, rank_shape) = (plan.output_shape(), write.region_shape());
     let region = Region {

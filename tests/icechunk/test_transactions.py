@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import socket
 import time
 
 import numpy as np
@@ -90,6 +91,39 @@ def test_a_transaction_collects_writes_seen_only_at_its_ref_until_committed(repo
     assert jcall("POST", f"{base}/v1/datasets/ic/transactions/{tx['id']}/commit", {})[0] == 410
     assert call("GET", f"{base}/v1/datasets/ic/transactions/{tx['id']}")[0] == 410
     assert repo.lookup_branch("main") == got["snapshot"]
+
+
+def test_a_slow_upload_holds_no_transaction(repo_world):
+    """A write takes its transaction's lease once its body is in: another
+    write to the transaction lands while a slow upload is still coming, and
+    the commit holds both."""
+    base, repo = repo_world["base"], repo_world["repo"]
+    tx = begin(base)["id"]
+    slow, fast = np.full(CHUNKS, 7, "<f4"), np.full(CHUNKS, 9, "<f4")
+    body = slow.tobytes()
+    host, port = base.removeprefix("http://").split(":")
+    head = (f"PUT /v1/datasets/ic/data/a?select=0:2,0:3&transaction={tx} HTTP/1.1\r\nHost: {host}\r\n"
+            f"Content-Type: application/octet-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    with socket.create_connection((host, int(port)), timeout=60) as upload:
+        upload.sendall(head.encode() + body[:8])
+        time.sleep(0.5)  # the slow write's handler now waits for the rest of its body
+        started = time.monotonic()
+        status, _, got = tx_put(base, tx, "4:6,6:9", fast)
+        waited = time.monotonic() - started
+        assert status == 200, got
+        assert waited < 2.5, f"the write waited {waited:.1f} s for the transaction a slow upload held"
+        upload.sendall(body[8:])
+        answer = b""
+        while chunk := upload.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["transaction"] == tx
+    status, shown = jcall("GET", f"{base}/v1/datasets/ic/transactions/{tx}")
+    assert status == 200 and shown["writes"] == 2, shown
+    assert jcall("POST", f"{base}/v1/datasets/ic/transactions/{tx}/commit", {})[0] == 200
+    model = np.zeros(SHAPE, "f4")
+    model[0:2, 0:3], model[4:6, 6:9] = slow, fast
+    np.testing.assert_array_equal(read(repo, "a"), model)
 
 
 def test_an_aborted_transaction_commits_nothing_and_unknown_ones_are_404(repo_world):

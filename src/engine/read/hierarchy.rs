@@ -77,7 +77,19 @@ impl Dataset {
             }
             Some(text) => Version::parse(text).map_err(Error::InvalidRequest)?,
         };
-        let store = self.store.at(&parsed).await.map_err(|e| match e {
+        self.at_version(&parsed, version).await
+    }
+
+    /// Transaction `id` of this dataset's repository as a read of
+    /// `@transaction.ID` sees it; an id the service never made, not found.
+    pub async fn transaction_view(&self, id: &str) -> Result<Dataset> {
+        let version = Version::Transaction(id.to_string());
+        self.at_version(&version, Some(&version.to_string())).await
+    }
+
+    /// This dataset at `parsed`, named with `version` (its `@ref`).
+    async fn at_version(&self, parsed: &Version, version: Option<&str>) -> Result<Dataset> {
+        let store = self.store.at(parsed).await.map_err(|e| match e {
             StoreError::UnknownVersion(m) => Error::NotFound(format!("dataset '{}': {m}", self.name)),
             e => Error::Store(e),
         })?;

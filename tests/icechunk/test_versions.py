@@ -7,7 +7,11 @@ zarr-serve and compared with what icechunk-python + zarr-python read.
 On local files by default. With ZS_IC_S3_ENDPOINT (and AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_REGION set, as the s3 stage does), the
 repositories, the NetCDF file and the reference sets are written to that
-S3 server instead, and the server reads them there.
+S3 server instead, and the server reads them there. With ZS_IC_AZURE_URL
+(Azurite's blob endpoint, its container `icechunk-tests` made, and
+AZURITE_BLOB_STORAGE_URL, AZURE_STORAGE_USE_EMULATOR and
+AZURE_STORAGE_ACCOUNT_NAME set, as the azure stage does) the repositories
+of the write tests live on Azurite.
 """
 import base64
 import datetime
@@ -34,6 +38,13 @@ import zarr
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("ZS_SERVER_BIN", os.path.join(ROOT, "target", "ci", "zarr-serve"))
 S3 = os.environ.get("ZS_IC_S3_ENDPOINT")
+AZURE = os.environ.get("ZS_IC_AZURE_URL")
+# Azurite's published development account (not a secret).
+AZURE_ACCOUNT = "devstoreaccount1"
+AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+# An object store several server processes may share (a local repository
+# is written by one process, api.md 4.3).
+REMOTE = bool(S3 or AZURE)
 BUCKET = "icechunk-tests"
 TTL = 1.0
 
@@ -42,7 +53,8 @@ TTL = 1.0
 
 
 class Place:
-    """Where the test writes: a local directory, or a prefix of an S3 bucket."""
+    """Where the test writes: a local directory, or a prefix of an S3
+    bucket or an Azure container (repositories only)."""
 
     def __init__(self, tmp):
         self.tmp = tmp
@@ -58,6 +70,8 @@ class Place:
         """The URL of `name` (a directory or file) as the server sees it."""
         if S3:
             return f"s3://{BUCKET}/{self.run}/{name}"
+        if AZURE:
+            return f"az://{BUCKET}/{self.run}/{name}"
         return f"file://{self.tmp}/{name}"
 
     def storage(self, name):
@@ -66,6 +80,9 @@ class Place:
                                  region=os.environ.get("AWS_REGION", "us-east-1"), force_path_style=True,
                                  access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
                                  secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"])
+        if AZURE:
+            return ic.azure_storage(account=AZURE_ACCOUNT, container=BUCKET, prefix=f"{self.run}/{name}",
+                                    access_key=AZURE_KEY, config={"azure_storage_use_emulator": "true"})
         return ic.local_filesystem_storage(os.path.join(self.tmp, name))
 
     def object_store(self):

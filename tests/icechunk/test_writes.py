@@ -5,7 +5,7 @@ icechunk-python + zarr-python and compared with a NumPy model.
     ZS_SERVER_BIN=target/ci/zarr-serve .venv-dap/bin/python -m pytest tests/icechunk/test_writes.py
 
 Local files by default; with ZS_IC_S3_ENDPOINT the repository lives on that
-S3 server (see test_versions.py).
+S3 server, with ZS_IC_AZURE_URL on Azurite (see test_versions.py).
 """
 import concurrent.futures
 import io
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import zarr
 
-from test_versions import BIN, Place, free_port
+from test_versions import BIN, REMOTE, Place, free_port
 
 SHAPE, CHUNKS = (8, 12), (2, 3)
 
@@ -261,10 +261,10 @@ class SlowPut:
 
 @pytest.fixture()
 def two_servers(repo_world):
-    """A second server on the same repository: another process on S3; on
-    local files the same one (several processes writing one local
+    """A second server on the same repository: another process on S3 or
+    Azure; on local files the same one (several processes writing one local
     repository is not supported, api.md 4.3)."""
-    if not os.environ.get("ZS_IC_S3_ENDPOINT"):
+    if not REMOTE:
         yield repo_world["base"]
         return
     server, base = start(repo_world["tmp"], {"ic": "icechunk+" + repo_world["place"].url("repo")})

@@ -206,6 +206,22 @@ fn storage_slots(session: &mut rmpv::Value) -> Option<(&mut rmpv::Value, &mut rm
     Some((head.get_mut(2)?, manager.first_mut()?))
 }
 
+/// `value` with the entries of every map in one order: a storage's
+/// options are a hash map, serialised in the order of each copy's hasher
+/// (a session restored from the record holds another copy than the
+/// repository's).
+fn canonical(value: rmpv::Value) -> rmpv::Value {
+    match value {
+        rmpv::Value::Map(entries) => {
+            let mut entries: Vec<_> = entries.into_iter().map(|(k, v)| (canonical(k), canonical(v))).collect();
+            entries.sort_by_cached_key(|(k, _)| k.to_string());
+            rmpv::Value::Map(entries)
+        }
+        rmpv::Value::Array(items) => rmpv::Value::Array(items.into_iter().map(canonical).collect()),
+        other => other,
+    }
+}
+
 fn encode(value: &rmpv::Value) -> Result<Vec<u8>, StoreError> {
     let mut out = Vec::new();
     rmpv::encode::write_value(&mut out, value).map_err(unavailable)?;
@@ -217,9 +233,9 @@ fn encode(value: &rmpv::Value) -> Result<Vec<u8>, StoreError> {
 fn stored_session(repository: &Repository, session: &Session) -> Result<Vec<u8>, StoreError> {
     let bytes = session.as_bytes().map_err(unavailable)?;
     let mut value = rmpv::decode::read_value(&mut bytes.as_slice()).map_err(unavailable)?;
-    let storage = storage_value(repository)?;
+    let storage = canonical(storage_value(repository)?);
     match storage_slots(&mut value) {
-        Some((own, manager)) if *own == storage && *manager == storage => {
+        Some((own, manager)) if canonical(own.clone()) == storage && canonical(manager.clone()) == storage => {
             *own = rmpv::Value::Nil;
             *manager = rmpv::Value::Nil;
         }
@@ -607,6 +623,39 @@ mod tests {
         // A stored session is restored only into its slots.
         assert!(restored_session(&repository, &session.as_bytes().unwrap()).is_err());
         assert!(restored_session(&repository, b"\x93\x01\x02").is_err());
+    }
+
+    /// A storage's options (a hash map) serialise in any order: the same
+    /// options compare equal whatever their order, other ones do not.
+    #[test]
+    fn storages_compare_whatever_the_order_of_their_options() {
+        use rmpv::Value;
+        let options =
+            |pairs: &[(&str, &str)]| Value::Map(pairs.iter().map(|&(k, v)| (Value::from(k), Value::from(v))).collect());
+        let storage = |opts: Value| {
+            Value::Array(vec![
+                Value::from("azure"),
+                Value::Map(vec![(Value::from("config"), opts)]),
+            ])
+        };
+        let one = storage(options(&[
+            ("account_name", "a"),
+            ("access_key", "k"),
+            ("use_emulator", "true"),
+        ]));
+        let other = storage(options(&[
+            ("use_emulator", "true"),
+            ("account_name", "a"),
+            ("access_key", "k"),
+        ]));
+        assert_ne!(one, other, "as serialised");
+        assert_eq!(canonical(one.clone()), canonical(other));
+        let changed = storage(options(&[
+            ("account_name", "a"),
+            ("access_key", "K"),
+            ("use_emulator", "true"),
+        ]));
+        assert_ne!(canonical(one), canonical(changed));
     }
 
     #[test]

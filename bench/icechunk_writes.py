@@ -10,7 +10,9 @@ array: the service from a body sent over loopback (wall time from the first
 byte sent to the answer, which comes after the commit; the client shares
 the 2 cores), icechunk-python with `a[...] = data` and `session.commit`.
 One server serves every run, warmed by one untimed write and commit of the
-same size. Prints MB/s of each, the ratio, and CPU seconds per GB (the
+same size. Dirty pages are written out (`sync`) before each timed write,
+so that neither side pays for the other's writeback. Prints MB/s of each,
+the ratio, and CPU seconds per GB (the
 server's from /proc; the in-process writer's own). Both repositories are
 read back and compared with the data.
 """
@@ -95,9 +97,11 @@ def main():
                 make(repos["service"])
                 peer = make(tmp / "peer")
                 pid = server.pid
+                os.sync()  # neither side pays for the other's writeback
                 cpu0, t0 = cpu_seconds(pid), time.perf_counter()
                 put(url, "service", body)
                 service_s, service_cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
+                os.sync()
                 c0, t0 = time.process_time(), time.perf_counter()
                 session = peer.writable_session("main")
                 zarr.open_group(session.store, mode="r+")["a"][...] = data

@@ -30,7 +30,7 @@ use self::region::{combinations, inner_runs, runs, scatter, Run};
 use crate::buffer_pool::BufferPool;
 use crate::engine::error::{Error, Result};
 use crate::engine::format::codec::array_to_bytes::sharding::ShardingCodec;
-use crate::engine::format::codec::{ChunkRepr, CodecChain};
+use crate::engine::format::codec::CodecChain;
 use crate::engine::format::data_type::DataType;
 use crate::engine::format::metadata::ArrayMetadata;
 use crate::engine::query::node::Node;
@@ -411,39 +411,11 @@ impl Dataset {
             object.unit.runs.clone(),
             object.keep_fill,
         );
-        let items = object.items.clone();
-        let buffers = self.resources.buffers.clone();
+        let (items, buffers) = (object.items.clone(), self.resources.buffers.clone());
         let encoded = blocking(move || {
-            let repr = codecs_.decoded_repr();
-            if repr.data_type.is_variable() {
-                let count = repr.num_elements() as usize;
-                let (mut handles, held) = vlen::chunk_handles(old, &codecs_, count)?;
-                scatter(&body, &body_shape, &mut handles, &repr.shape, &runs, 8);
-                let body_items = items.as_deref().map_or(&[][..], Vec::as_slice);
-                return match vlen::resolve(&handles, &held, body_items, &repr.fill_value, keep_fill) {
-                    None => Ok(None),
-                    Some(chunk) => codecs_.encode(chunk).map(Some),
-                };
-            }
-            // Chunk-sized buffers come from the pool and go back to it.
-            let mut chunk = match old {
-                Some(old) => Vec::from(codecs_.decode(old)?),
-                None => repr.fill_chunk_in(&buffers),
-            };
-            scatter(
-                &body,
-                &body_shape,
-                &mut chunk,
-                &repr.shape,
-                &runs,
-                repr.data_type.size(),
-            );
-            match !keep_fill && repr.is_fill(&chunk) {
-                true => Ok(None),
-                false => codecs_
-                    .encode_in(BufferPool::into_bytes(&buffers, chunk), Some(&buffers))
-                    .map(Some),
-            }
+            let items = items.as_deref().map_or(&[][..], Vec::as_slice);
+            let body = (&body, &body_shape[..], items);
+            rebuilt(&codecs_, old, body, &runs, keep_fill, &buffers)
         })
         .await?;
         self.put_or_delete(&object.key, encoded.map(Payload::from), expect, existed || covered, 1)
@@ -499,28 +471,14 @@ impl Dataset {
         }
         let inner = sharding.inner_codecs().clone();
         let (body, body_shape) = (object.body.clone(), object.body_shape.clone());
+        let (items, buffers) = (object.items.clone(), self.resources.buffers.clone());
         let results = blocking(move || {
+            let items = items.as_deref().map_or(&[][..], Vec::as_slice);
             touched
                 .into_iter()
                 .map(|(i, runs, old)| {
-                    let repr: &ChunkRepr = inner.decoded_repr();
-                    let mut chunk = match old {
-                        Some(old) => Vec::from(inner.decode(old)?),
-                        None => repr.fill_chunk(),
-                    };
-                    scatter(
-                        &body,
-                        &body_shape,
-                        &mut chunk,
-                        &repr.shape,
-                        &runs,
-                        repr.data_type.size(),
-                    );
-                    let encoded = match repr.is_fill(&chunk) {
-                        true => None,
-                        false => Some(inner.encode(chunk)?),
-                    };
-                    Ok((i, encoded))
+                    let body = (&body, &body_shape[..], items);
+                    Ok((i, rebuilt(&inner, old, body, &runs, false, &buffers)?))
                 })
                 .collect::<Result<Vec<_>>>()
         })
@@ -672,6 +630,43 @@ async fn back_off(attempt: usize) {
     let most = (1u64 << attempt.min(8)).min(250);
     let wait = rand::random_range(0..=most);
     tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+}
+
+/// A chunk of `codecs` as `old` held it (the fill value when `None`)
+/// with the elements of `body` (its bytes, its shape and the
+/// variable-length items its handles name) that `runs` place in it,
+/// encoded; `None` when it is left all fill value and `keep_fill` is off.
+/// A fixed-size chunk is built in a buffer of `buffers`.
+fn rebuilt(
+    codecs: &CodecChain,
+    old: Option<Bytes>,
+    (body, body_shape, items): (&Bytes, &[u64], &[Vec<u8>]),
+    runs: &[Run],
+    keep_fill: bool,
+    buffers: &Arc<BufferPool>,
+) -> Result<Option<Bytes>> {
+    let repr = codecs.decoded_repr();
+    if repr.data_type.is_variable() {
+        let count = repr.num_elements() as usize;
+        let (mut handles, held) = vlen::chunk_handles(old, codecs, count)?;
+        scatter(body, body_shape, &mut handles, &repr.shape, runs, 8);
+        return match vlen::resolve(&handles, &held, items, &repr.fill_value, keep_fill) {
+            None => Ok(None),
+            Some(chunk) => codecs.encode(chunk).map(Some),
+        };
+    }
+    // Chunk-sized buffers come from the pool and go back to it.
+    let mut chunk = match old {
+        Some(old) => Vec::from(codecs.decode(old)?),
+        None => repr.fill_chunk_in(buffers),
+    };
+    scatter(body, body_shape, &mut chunk, &repr.shape, runs, repr.data_type.size());
+    match !keep_fill && repr.is_fill(&chunk) {
+        true => Ok(None),
+        false => codecs
+            .encode_in(BufferPool::into_bytes(buffers, chunk), Some(buffers))
+            .map(Some),
+    }
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {

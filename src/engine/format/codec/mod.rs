@@ -390,8 +390,16 @@ impl CodecChain {
         for (a2a, repr) in &self.array_to_array {
             a2a.check_writable(repr)?;
         }
+        let variable = self.array_to_bytes_repr.data_type.is_variable();
         match &self.array_to_bytes {
-            Serializer::Codec(c) => c.check_writable(&self.array_to_bytes_repr),
+            // Shards are written by inner chunk only when no other codec wraps them.
+            Serializer::Codec(ArrayToBytesCodec::Sharding(_)) if variable && self.partial_sharding().is_none() => {
+                Err(cannot_write(&format!(
+                    "{} shards inside other codecs",
+                    self.array_to_bytes_repr.data_type.name()
+                )))
+            }
+            Serializer::Codec(c) => c.check_writable(),
             Serializer::V2(f) => f.check_writable(&self.array_to_bytes_repr),
         }
     }
@@ -633,6 +641,28 @@ mod tests {
             drop(BufferPool::into_bytes(&pool, vec![0xA5; 2 << 20]));
             assert_eq!(r.fill_chunk_in(&pool), r.fill_chunk(), "fill {fill}");
         }
+    }
+
+    /// Shards of strings are written by inner chunk, so a plain sharded
+    /// string array is writable; one whose shards another codec wraps is
+    /// 501 up front (the whole shard would have to be encoded).
+    #[test]
+    fn string_shards_are_writable_unless_another_codec_wraps_them() {
+        let fill = crate::engine::format::vlen::encode_item(b"");
+        let r = ChunkRepr::new(vec![4, 6], DataType::String, fill);
+        let shard = |after: Vec<Value>| {
+            let mut codecs = vec![json!({"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [2, 3], "codecs": [{"name": "vlen-utf8"}, {"name": "zstd"}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}})];
+            codecs.extend(after);
+            CodecChain::from_json(&Value::Array(codecs), &r).unwrap()
+        };
+        assert!(shard(vec![]).check_writable().is_ok());
+        let wrapped = shard(vec![json!({"name": "crc32c"})]).check_writable().unwrap_err();
+        assert!(
+            matches!(&wrapped, Error::Unsupported(m) if m.contains("string shards inside other codecs")),
+            "{wrapped}"
+        );
     }
 
     /// Every chain that encodes gives back, decoded, what it encoded;

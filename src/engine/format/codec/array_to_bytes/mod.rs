@@ -18,7 +18,6 @@ use self::vlen::VlenCodec;
 use self::zfp::ZfpCodec;
 use super::ChunkRepr;
 use crate::engine::error::Result;
-use crate::engine::format::codec::cannot_write;
 
 /// An array -> bytes codec.
 #[derive(Debug, Clone)]
@@ -71,14 +70,12 @@ impl ArrayToBytesCodec {
         }
     }
 
-    /// 501 unless [`ArrayToBytesCodec::encode`] can encode chunks of `repr`.
-    pub(crate) fn check_writable(&self, repr: &ChunkRepr) -> Result<()> {
+    /// 501 unless [`ArrayToBytesCodec::encode`] can encode chunks (a
+    /// sharded array is written by inner chunk, strings included).
+    pub(crate) fn check_writable(&self) -> Result<()> {
         match self {
             Self::Bytes(_) | Self::PackBits(_) | Self::Vlen(_) | Self::Zfp(_) => Ok(()),
             Self::Elements(e) => e.check_writable(),
-            Self::Sharding(_) if repr.data_type.is_variable() => {
-                Err(cannot_write(&format!("{} shards", repr.data_type.name())))
-            }
             Self::Sharding(s) => s.inner_codecs().check_writable(),
         }
     }

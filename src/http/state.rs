@@ -198,23 +198,12 @@ impl AppState {
             .await
     }
 
-    /// What a write whose body is still to come is checked against (its
-    /// region planned, its parameters checked): [`AppState::writable`],
-    /// but a transaction as a read of `@transaction.ID` sees it, without
-    /// taking its lease, so that a slow upload holds no transaction. The
-    /// write then takes it with [`AppState::writable`] once the body is in.
-    pub(super) async fn write_view(
-        &self,
-        addressed: &str,
-        caller: &Caller,
-        allow: &'static str,
-        transaction: Option<&str>,
-    ) -> Result<Dataset, ApiError> {
-        self.write_target(addressed, caller, allow, transaction, Hold::View)
-            .await
-    }
-
-    async fn write_target(
+    /// [`AppState::writable`], a transaction held or only seen as `hold`
+    /// says: a write whose body is still to come is checked against
+    /// [`Hold::View`] (its region planned, its parameters checked), so that
+    /// a slow upload holds no transaction, then takes the lease once the
+    /// body is in.
+    pub(super) async fn write_target(
         &self,
         addressed: &str,
         caller: &Caller,
@@ -368,10 +357,10 @@ fn split_version(addressed: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Whether a write takes its transaction's lease ([`AppState::writable`])
-/// or only sees the transaction ([`AppState::write_view`]).
+/// Whether a write takes its transaction's lease or only sees the
+/// transaction, as a read of `@transaction.ID` does.
 #[derive(Debug, Clone, Copy)]
-enum Hold {
+pub(super) enum Hold {
     Lease,
     View,
 }

@@ -19,6 +19,7 @@ use super::conditional::if_match;
 use super::data::binary_etag;
 use super::problem::ApiError;
 use super::query::{unknown_parameter, Query};
+use super::state::Hold;
 use super::upload::{self, Kind, Region};
 use super::AppState;
 use crate::engine::{Commit, Dataset, Error, RegionWrite};
@@ -73,7 +74,7 @@ pub(super) async fn append(
 ) -> Result<Response, ApiError> {
     let transaction = transaction_of(query)?;
     let view = state
-        .write_view(ds, caller, READ_METHODS, transaction.as_deref())
+        .write_target(ds, caller, READ_METHODS, transaction.as_deref(), Hold::View)
         .await?;
     let mut dim = None;
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
@@ -482,7 +483,7 @@ async fn write_region(
 ) -> Result<Response, ApiError> {
     let transaction = transaction_of(query)?;
     let view = state
-        .write_view(ds, caller, READ_METHODS, transaction.as_deref())
+        .write_target(ds, caller, READ_METHODS, transaction.as_deref(), Hold::View)
         .await?;
     for (key, _) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if !WRITE_PARAMETERS.contains(&key.as_ref()) {

@@ -109,6 +109,19 @@ impl BufferPool {
         }
     }
 
+    /// A buffer of `len` zero bytes (a fresh one is zeroed by the allocator;
+    /// only a reused one is cleared).
+    pub(crate) fn take_zeroed(&self, len: usize) -> Vec<u8> {
+        match self.reuse(len) {
+            Some(mut buffer) => {
+                buffer.clear();
+                buffer.resize(len, 0);
+                buffer
+            }
+            None => vec![0; len],
+        }
+    }
+
     /// Wrap `buffer` as bytes that go back to `pool` when dropped.
     pub(crate) fn into_bytes(pool: &Arc<Self>, buffer: Vec<u8>) -> Bytes {
         if buffer.capacity() < pool.min_pooled() {

@@ -198,6 +198,22 @@ impl AppState {
             .await
     }
 
+    /// Transaction `transaction` of `addressed`, its lease taken now (the
+    /// write's body is in); `None` without one, when the write goes to the
+    /// dataset [`Hold::View`] gave.
+    pub(super) async fn held(
+        &self,
+        addressed: &str,
+        caller: &Caller,
+        allow: &'static str,
+        transaction: Option<&str>,
+    ) -> Result<Option<Dataset>, ApiError> {
+        match transaction {
+            None => Ok(None),
+            Some(id) => self.writable(addressed, caller, allow, Some(id)).await.map(Some),
+        }
+    }
+
     /// [`AppState::writable`], a transaction held or only seen as `hold`
     /// says: a write whose body is still to come is checked against
     /// [`Hold::View`] (its region planned, its parameters checked), so that

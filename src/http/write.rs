@@ -90,18 +90,24 @@ pub(super) async fn append(
         }
     }
     let kind = Kind::of(headers)?;
-    let dim = dim.as_deref().unwrap_or("");
-    let meta = view.node(path).await?.array()?.clone();
-    dimension(dim, &meta.shape, meta.dimension_names.as_deref())?;
-    let upload = upload::receive(body, headers, &state.uploads).await?;
-    // The array as the dataset (a transaction, held from here) has it now.
-    let dataset = match &transaction {
-        None => view,
-        Some(id) => state.writable(ds, caller, READ_METHODS, Some(id)).await?,
+    let named = dim.as_deref().unwrap_or("");
+    let along = |node: &crate::engine::Node| {
+        let meta = node.array()?;
+        dimension(named, &meta.shape, meta.dimension_names.as_deref())
     };
-    let node = dataset.node(path).await?;
+    let mut node = view.node(path).await?;
+    let mut dim = along(&node)?;
+    let upload = upload::receive(body, headers, &state.uploads).await?;
+    // A transaction is held from here: the array as it has it now.
+    let dataset = match state.held(ds, caller, READ_METHODS, transaction.as_deref()).await? {
+        None => view,
+        Some(held) => {
+            node = held.node(path).await?;
+            dim = along(&node)?;
+            held
+        }
+    };
     let meta = node.array()?;
-    let dim = dimension(dim, &meta.shape, meta.dimension_names.as_deref())?;
     let body_bytes = upload.len();
     upload::check_json_size(kind, &upload, &state.uploads)?;
     let count = upload::free_length(kind, &upload, &meta.shape, dim, meta.data_type)?;
@@ -492,15 +498,18 @@ async fn write_region(
     }
     let query = Query::from_query_string(Some(&without_transaction(query)))?;
     let kind = Kind::of(headers)?;
-    RegionWrite::of(&view.plan_query(path, &query.read).await?)?;
+    let mut plan = view.plan_query(path, &query.read).await?;
+    let mut write = RegionWrite::of(&plan)?;
     let upload = upload::receive(body, headers, &state.uploads).await?;
-    // The region as the dataset (a transaction, held from here) has it now.
-    let dataset = match &transaction {
+    // A transaction is held from here: the region as it has it now.
+    let dataset = match state.held(ds, caller, READ_METHODS, transaction.as_deref()).await? {
         None => view,
-        Some(id) => state.writable(ds, caller, READ_METHODS, Some(id)).await?,
+        Some(held) => {
+            plan = held.plan_query(path, &query.read).await?;
+            write = RegionWrite::of(&plan)?;
+            held
+        }
     };
-    let plan = dataset.plan_query(path, &query.read).await?;
-    let write = RegionWrite::of(&plan)?;
     let body_bytes = upload.len();
     let (shape, rank_shape) = (plan.output_shape(), write.region_shape());
     let region = Region {

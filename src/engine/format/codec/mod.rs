@@ -96,13 +96,13 @@ impl ChunkRepr {
 
     /// [`ChunkRepr::fill_chunk`] in a buffer of `buffers`.
     pub(crate) fn fill_chunk_in(&self, buffers: &BufferPool) -> Vec<u8> {
-        let size = self.fill_value.len();
-        let mut chunk = buffers.take(self.num_elements() as usize * size);
-        match self.fill_value.iter().all(|&b| b == 0) {
-            true => chunk.fill(0),
-            false => chunk
-                .chunks_exact_mut(size)
-                .for_each(|element| element.copy_from_slice(&self.fill_value)),
+        let (size, count) = (self.fill_value.len(), self.num_elements() as usize);
+        if self.fill_value.iter().all(|&b| b == 0) {
+            return buffers.take_zeroed(count * size);
+        }
+        let mut chunk = buffers.take(count * size);
+        for element in chunk.chunks_exact_mut(size) {
+            element.copy_from_slice(&self.fill_value);
         }
         chunk
     }

@@ -35,6 +35,10 @@ if [ -z "${ZS_WORK:-}" ]; then
 fi
 export ZS_WORK
 mkdir -p "$ZS_WORK"
+# Free disk, printed with each stage: a linker that runs out of it dies of
+# SIGBUS rather than saying so.
+disk_free() { df -h --output=avail . "$ZS_WORK" | awk 'NR == 2 { a = $1 } NR == 3 { t = $1 } END { printf "free: %s here, %s in the work directory", a, t }'; }
+printf '==> %s\n' "$(disk_free)"
 passed=0
 started=$SECONDS
 for stage in "${stages[@]}"; do
@@ -48,6 +52,6 @@ for stage in "${stages[@]}"; do
     exit 1
   fi
   passed=$((passed + 1))
-  printf '==> stage %s passed in %d s\n' "$stage" $((SECONDS - t))
+  printf '==> stage %s passed in %d s (%s)\n' "$stage" $((SECONDS - t)) "$(disk_free)"
 done
 printf '\n==> all %d stages passed in %d s: %s\n' "$passed" $((SECONDS - started)) "${stages[*]}"

@@ -63,7 +63,9 @@ else
     exit 2
 fi
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/zarr-serve-st.XXXXXX")"
+# Under scripts/test-all.sh the run's work directory holds it (removed when the
+# run ends); alone, it stays in $TMPDIR for its reports.
+WORK="$(mktemp -d "${ZS_WORK:-${TMPDIR:-/tmp}}/zarr-serve-st.XXXXXX")"
 REPORT_DIR="${ST_REPORT_DIR:-$WORK/report}"
 mkdir -p "$REPORT_DIR"
 REPORT_DIR="$(cd "$REPORT_DIR" && pwd)"

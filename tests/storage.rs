@@ -237,13 +237,30 @@ async fn write_contract(store: &Store) {
         .unwrap();
     assert_ne!(second.as_ref(), Some(&etag));
     assert!(changed(
-        store.put(key, Bytes::from_static(b"lost"), Expect::Version(etag)).await
+        store
+            .put(key, Bytes::from_static(b"lost"), Expect::Version(etag.clone()))
+            .await
     ));
     assert_eq!(
         &read(key).await.unwrap().0[..],
         b"two!",
         "a refused put changed nothing"
     );
+    // Deletes are conditional too: a version already replaced is kept,
+    // the current one deleted, and a gone one is a change.
+    let deleted = |r: Result<(), StoreError>| matches!(r, Err(StoreError::Changed(_)));
+    assert!(deleted(store.delete(key, Expect::Version(etag)).await));
+    assert_eq!(&read(key).await.unwrap().0[..], b"two!", "a refused delete kept it");
+    let second = second.expect("a put reports its version");
+    store.delete(key, Expect::Version(second.clone())).await.unwrap();
+    assert!(read(key).await.is_none());
+    assert!(deleted(store.delete(key, Expect::Version(second)).await));
+    store.delete(key, Expect::Absent).await.unwrap();
+    store
+        .put(key, Bytes::from_static(b"two!"), Expect::Absent)
+        .await
+        .unwrap();
+    assert!(deleted(store.delete(key, Expect::Absent).await));
     store
         .put(key, Bytes::from_static(b"3"), Expect::Anything)
         .await

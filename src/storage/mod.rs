@@ -19,6 +19,7 @@
 //! source and, for a repository, what resolves its refs.
 
 mod bounds;
+mod conditional_delete;
 mod containers;
 mod icechunk;
 mod key;
@@ -515,9 +516,11 @@ impl Store {
         self.keys.put(key, data.into(), expect).await
     }
 
-    /// Remove `key` (a missing key is already removed). `expect` is
-    /// checked on local disks; object_store cannot make a delete
-    /// conditional, so on object stores it is not.
+    /// Remove `key` if the object there is as `expect` says (else
+    /// [`StoreError::Changed`], nothing removed; with `Expect::Anything`
+    /// a missing key is already removed): checked under the object's lock
+    /// on local disks, a presigned `DELETE` with `If-Match` on S3 and
+    /// Azure, a check and then a plain delete on other backends.
     pub async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
         valid(key)?;
         self.keys.delete(key, expect).await

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
+use super::conditional_delete::{self, SignedDeletes};
 use super::local::LocalFiles;
 use super::source::{KeySource, Listing};
 use super::{ByteRange, Expect, ObjectInfo, Payload, ReadResult, StoreError};
@@ -25,11 +26,23 @@ pub(super) struct ObjectKeys {
     root: Path,
     /// The local file system, when that is the backend.
     local: Option<LocalFiles>,
+    /// Deletes on condition, where the backend can presign them.
+    deletes: Option<SignedDeletes>,
 }
 
 impl ObjectKeys {
     pub(super) fn new(inner: Arc<dyn ObjectStore>, root: Path, local: Option<LocalFiles>) -> Self {
-        Self { inner, root, local }
+        Self {
+            inner,
+            root,
+            local,
+            deletes: None,
+        }
+    }
+
+    /// These keys with deletes on condition sent as `deletes` presigns them.
+    pub(super) fn with_deletes(self, deletes: Option<SignedDeletes>) -> Self {
+        Self { deletes, ..self }
     }
 
     /// Whether this is a local directory (read range by range: reading a
@@ -171,14 +184,31 @@ impl KeySource for ObjectKeys {
         }
     }
 
-    /// A plain delete on object stores (object_store has no conditional
-    /// one); checked against `expect` on local disks.
+    /// A delete conditional on `expect`: a presigned DELETE with
+    /// `If-Match` on S3 and Azure ([`SignedDeletes`]), checked against
+    /// `expect` on local disks, checked and then deleted elsewhere.
     async fn delete(&self, key: &str, expect: Expect) -> Result<(), StoreError> {
         let path = self.path(key)?;
         if let Some(local) = &self.local {
             return local.delete(key, path, expect).await;
         }
-        found(self.inner.delete(&path).await).map(|_| ())
+        let etag = match expect {
+            Expect::Anything => return found(self.inner.delete(&path).await).map(|_| ()),
+            // Nothing there to delete, or something another writer put.
+            Expect::Absent => {
+                return match self.head(key).await? {
+                    None => Ok(()),
+                    Some(_) => Err(StoreError::Changed(key.to_string())),
+                }
+            }
+            Expect::Version(etag) => etag,
+        };
+        if let Some(deletes) = &self.deletes {
+            if let Some(done) = deletes.delete(&path, key, &etag).await {
+                return done;
+            }
+        }
+        conditional_delete::checked(self.inner.as_ref(), &path, key, &etag).await
     }
 }
 

@@ -4,15 +4,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::azure::{MicrosoftAzure, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorage, GoogleCloudStorageBuilder};
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
+use object_store::signer::Signer;
 use object_store::{ObjectStore, RetryConfig};
 use url::Url;
 
+use super::conditional_delete::SignedDeletes;
 use super::containers::{Containers, VirtualContainer};
 use super::local::LocalFiles;
 use super::objects::ObjectKeys;
@@ -81,12 +83,12 @@ impl Store {
                 .to_file_path()
                 .map_err(|_| format!("invalid file URL {}", redact(&url)))?,
             Ok(url) if url.scheme().len() > 1 => {
-                let (inner, root) = open_url(&url, options)?;
+                let keys = open_url(&url, options)?;
                 let backend = Backend {
                     no_suffix_ranges: matches!(url.scheme(), "az" | "azure" | "abfs" | "abfss"),
                     may_refuse_listing: matches!(url.scheme(), "http" | "https"),
                 };
-                return Ok(Store::of_objects(ObjectKeys::new(inner, root, None), backend, options));
+                return Ok(Store::of_objects(keys, backend, options));
             }
             // A plain path (a one-letter "scheme" is a Windows drive).
             _ => std::path::PathBuf::from(location),
@@ -164,7 +166,9 @@ fn backend_options(options: &StoreOptions) -> BTreeMap<String, String> {
     merged
 }
 
-fn open_url(url: &Url, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, Path), String> {
+/// The objects under `url` of its backend, with conditional deletes where
+/// the backend can presign them (S3, Azure).
+fn open_url(url: &Url, options: &StoreOptions) -> Result<ObjectKeys, String> {
     let bad_option = |k: &str, e: object_store::Error| format!("invalid store option '{k}' for {}: {e}", url.scheme());
     let cannot_open = |e: object_store::Error| format!("cannot open {}: {e}", redact(url));
     let root = Path::from_url_path(url.path()).map_err(|e| format!("invalid path in {}: {e}", redact(url)))?;
@@ -178,13 +182,26 @@ fn open_url(url: &Url, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, 
             for (k, v) in &settings {
                 b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
             }
-            Arc::new(b.build().map_err(cannot_open)?) as Arc<dyn ObjectStore>
+            Arc::new(b.build().map_err(cannot_open)?)
         }};
     }
-    let store = match url.scheme() {
-        "s3" | "s3a" => build!(AmazonS3Builder::from_env()),
-        "gs" => build!(GoogleCloudStorageBuilder::from_env()),
-        "az" | "azure" | "abfs" | "abfss" => build!(MicrosoftAzureBuilder::from_env()),
+    let signed = |signer: Arc<dyn Signer>| -> Result<Option<SignedDeletes>, String> {
+        let client = super::redirects::client_for(&settings).map_err(cannot_open)?;
+        Ok(Some(SignedDeletes::new(signer, client)))
+    };
+    let (store, deletes): (Arc<dyn ObjectStore>, _) = match url.scheme() {
+        "s3" | "s3a" => {
+            let s3: Arc<AmazonS3> = build!(AmazonS3Builder::from_env());
+            (s3.clone(), signed(s3)?)
+        }
+        "gs" => {
+            let gcs: Arc<GoogleCloudStorage> = build!(GoogleCloudStorageBuilder::from_env());
+            (gcs, None)
+        }
+        "az" | "azure" | "abfs" | "abfss" => {
+            let azure: Arc<MicrosoftAzure> = build!(MicrosoftAzureBuilder::from_env());
+            (azure.clone(), signed(azure)?)
+        }
         "http" | "https" => {
             let mut base = url.clone();
             base.set_path("");
@@ -198,13 +215,13 @@ fn open_url(url: &Url, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, 
             {
                 b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
             }
-            Arc::new(b.build().map_err(cannot_open)?)
+            (Arc::new(b.build().map_err(cannot_open)?), None)
         }
         other => return Err(format!("unsupported store scheme '{other}' in {}", redact(url))),
     };
     // For bucket URLs (`s3://bucket/prefix`) the bucket is the host, so the
     // URL path is the prefix inside it; for HTTP it is the path on the server.
-    Ok((store, root))
+    Ok(ObjectKeys::new(store, root, None).with_deletes(deletes))
 }
 
 /// A URL without user information, for messages.

@@ -79,6 +79,25 @@ impl HttpConnector for StayUnder {
     }
 }
 
+/// A client with the backend's `settings` (its config keys) applied as
+/// object_store applies them, for the requests object_store cannot make
+/// (presigned ones, whose URL the backend built): no redirects.
+pub(super) fn client_for(
+    settings: &std::collections::BTreeMap<String, String>,
+) -> object_store::Result<reqwest::Client> {
+    let mut options = ClientOptions::new();
+    for (key, value) in settings {
+        if let Ok(key) = key.parse::<ClientConfigKey>() {
+            options = options.with_config(key, value);
+        }
+    }
+    builder(&options)?
+        .https_only(false)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(failed)
+}
+
 /// A reqwest client builder with `options` applied as object_store applies
 /// them (the options this service sets, or a user may set, as config keys).
 fn builder(options: &ClientOptions) -> object_store::Result<reqwest::ClientBuilder> {

@@ -32,6 +32,10 @@ ARRAY = {"zarr_format": 3, "node_type": "array", "shape": [64, 64], "data_type":
                                                                                   "configuration": {"level": 1}}],
              "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
              "index_location": "end"}}]}
+PLAIN = {"zarr_format": 3, "node_type": "array", "shape": [4, 4], "data_type": "float32",
+         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}, "fill_value": 0.0,
+         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}
 LOG = {"zarr_format": 3, "node_type": "array", "shape": [0, 4], "data_type": "int32",
        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}, "fill_value": -1,
@@ -41,7 +45,7 @@ LOG = {"zarr_format": 3, "node_type": "array", "shape": [0, 4], "data_type": "in
 @pytest.fixture
 def replicas(tmp_path):
     a, b = Server(tmp_path, URL), Server(tmp_path, URL)
-    for name in ["arr", "log"]:
+    for name in ["arr", "log", "plain"]:
         requests.delete(f"{a.url}/v1/datasets/w/nodes/{name}")
     yield a, b
     a.stop()
@@ -104,6 +108,30 @@ def test_concurrent_writers_on_two_replicas(replicas):
     got = b.read("arr")
     for shard in [got[0:32, 0:32], got[0:32, 32:64]]:
         assert len(np.unique(shard)) == 1, "a shard mixes two writers"
+
+
+@pytest.mark.skipif(not ATOMIC, reason="the store's conditional puts are not atomic (moto)")
+def test_a_writer_emptying_a_chunk_loses_no_other_writers_element(replicas):
+    """One replica sets the chunk's last other element to the fill value
+    (the chunk is then deleted) while the other writes a new element into
+    it: the delete is conditional on the version read, so the new element
+    survives every round."""
+    a, b = replicas
+    create(a, "plain", PLAIN)
+    lost = []
+    for k in range(1, 25):
+        assert a.put("plain", "0:1,0:1", np.array([k], "<f4").tobytes()).status_code == 200
+        with ThreadPoolExecutor(2) as pool:
+            empty = pool.submit(a.put, "plain", "0:1,0:1", np.zeros(1, "<f4").tobytes())
+            fill = pool.submit(b.put, "plain", f"3:4,{k % 4}:{k % 4 + 1}", np.array([k], "<f4").tobytes())
+            assert empty.result().status_code == 200, empty.result().text
+            assert fill.result().status_code == 200, fill.result().text
+        got = b.read("plain")
+        if got[3, k % 4] != k:
+            lost.append(k)
+        assert got[0, 0] == 0
+        assert b.put("plain", "3:4,0:4", np.zeros(4, "<f4").tobytes()).status_code == 200
+    assert not lost, f"rounds whose element the emptying writer deleted: {lost}"
 
 
 @pytest.mark.skipif(not ATOMIC, reason="the store's conditional puts are not atomic (moto)")

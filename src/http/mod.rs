@@ -16,6 +16,7 @@ mod middleware;
 mod nodes;
 mod opendap;
 mod ops;
+mod ows;
 mod passthrough;
 mod picture;
 mod problem;

@@ -6,7 +6,6 @@
 //! adapter: a map's pixels sample the grid as a tile's do (engine
 //! `geo::Sampling`), drawn by the same renderer.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -17,14 +16,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::conditional::{if_none_match, strong_etag};
+use super::ows::{self, Fault, Params, PixelQuery};
 use super::respond::{Answer, Checked};
 use super::{ApiError, AppState};
 use crate::encode::xml::escape;
 use crate::engine::geo::{to_mercator, MapCrs, MapFrame, Sampling};
-use crate::engine::labels::{Label, LabelQuery, LabelSel};
+use crate::engine::labels::LabelQuery;
 use crate::engine::render::{Colormap, Render, RenderRequest};
 use crate::engine::{Dataset, Error, GeoVariable, Raster};
 use crate::identity::{Caller, Permission};
@@ -34,113 +33,21 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/datasets/{ds}/wms", get(wms))
         .route_layer(axum::middleware::from_fn(|request, next| {
-            super::admit(request, next, |e| WmsError::from(e).into_response())
+            super::admit(request, next, |e| report(Fault::from(e)))
         }))
 }
 
-/// A WMS error: the status, the exception code (none for some), the text.
-pub(super) struct WmsError(
-    pub(super) StatusCode,
-    pub(super) Option<&'static str>,
-    pub(super) String,
-);
-
-impl WmsError {
-    fn bad(code: &'static str, text: impl Into<String>) -> Self {
-        Self(StatusCode::BAD_REQUEST, Some(code), text.into())
-    }
-}
-
-impl From<super::ApiError> for WmsError {
-    fn from(e: super::ApiError) -> Self {
-        match e {
-            super::ApiError::Engine(e) => e.into(),
-            other => Self(other.status(), None, other.to_string()),
-        }
-    }
-}
-
-impl From<Error> for WmsError {
-    fn from(e: Error) -> Self {
-        match e {
-            Error::NotFound(m) => Self(StatusCode::NOT_FOUND, Some("LayerNotDefined"), m),
-            Error::InvalidRequest(m) => Self(StatusCode::BAD_REQUEST, Some("InvalidDimensionValue"), m),
-            other => {
-                let status = super::ApiError::Engine(other.clone()).status();
-                Self(status, None, other.to_string())
-            }
-        }
-    }
-}
-
-impl IntoResponse for WmsError {
-    fn into_response(self) -> Response {
-        let code = self.1.map_or(String::new(), |c| format!(" code=\"{c}\""));
-        let body = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ServiceExceptionReport version=\"1.3.0\" \
-             xmlns=\"http://www.opengis.net/ogc\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
-             xsi:schemaLocation=\"http://www.opengis.net/ogc http://schemas.opengis.net/wms/1.3.0/exceptions_1_3_0.xsd\">\n\
-             <ServiceException{code}>{}</ServiceException>\n</ServiceExceptionReport>\n",
-            escape(&self.2)
-        );
-        exception(self.0, "text/xml", body)
-    }
-}
-
-/// A protocol's exception report `body` of `content_type` with `status`
-/// (and, as every 503 of the service, `Retry-After: 1`).
-pub(super) fn exception(status: StatusCode, content_type: &'static str, body: String) -> Response {
-    let mut response = (
-        status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
-        body,
-    )
-        .into_response();
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    response.extensions_mut().insert(super::ProtocolError);
-    response
-}
-
-/// The request's parameters, names upper-cased (OGC names are
-/// case-insensitive); the first of a repeated name wins.
-pub(super) struct Params(HashMap<String, String>);
-
-impl Params {
-    pub(super) fn parse(query: Option<&str>) -> Self {
-        Self::from_pairs(
-            url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())),
-        )
-    }
-
-    /// The parameters of `pairs` (the first of a repeated name wins).
-    pub(super) fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        let mut map = HashMap::new();
-        for (k, v) in pairs {
-            map.entry(k.to_ascii_uppercase()).or_insert(v);
-        }
-        Self(map)
-    }
-
-    pub(super) fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
-    }
-
-    /// Every parameter, in name order: what names a map or a feature info.
-    fn key(&self) -> String {
-        let mut all: Vec<_> = self.0.iter().collect();
-        all.sort();
-        all.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
-    }
-
-    fn required(&self, name: &str) -> Result<&str, WmsError> {
-        self.get(name)
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| WmsError::bad("MissingParameterValue", format!("parameter {name} is required")))
-    }
+/// A fault as WMS reports it: a `ServiceExceptionReport` with its code.
+fn report(fault: Fault) -> Response {
+    let code = fault.1.map_or(String::new(), |c| format!(" code=\"{c}\""));
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ServiceExceptionReport version=\"1.3.0\" \
+         xmlns=\"http://www.opengis.net/ogc\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+         xsi:schemaLocation=\"http://www.opengis.net/ogc http://schemas.opengis.net/wms/1.3.0/exceptions_1_3_0.xsd\">\n\
+         <ServiceException{code}>{}</ServiceException>\n</ServiceExceptionReport>\n",
+        escape(&fault.2)
+    );
+    ows::exception(fault.0, "text/xml", body)
 }
 
 /// `GET /v1/datasets/{ds}/wms?SERVICE=WMS&REQUEST=...`.
@@ -158,8 +65,8 @@ async fn wms(
     match answer(&state, &caller, &ds, query.as_deref(), (&method, &headers)).await {
         // Maps and feature info are tagged before reading (`respond`).
         Ok(response) if response.headers().contains_key(header::ETAG) => response,
-        Ok(response) => with_etag(response, &headers).await,
-        Err(e) => e.into_response(),
+        Ok(response) => ows::with_etag(response, &headers).await,
+        Err(e) => report(e),
     }
 }
 
@@ -167,45 +74,7 @@ async fn wms(
 /// the challenge (`WWW-Authenticate`) or `Retry-After` the API would send,
 /// so a WMS client can ask its user for credentials.
 pub(super) fn refused(error: ApiError) -> Response {
-    let report = WmsError(error.status(), None, error.to_string()).into_response();
-    challenged(report, error)
-}
-
-/// A protocol's exception `report` of `error`, with the headers the API
-/// would send with it (`WWW-Authenticate`, `Retry-After`).
-pub(super) fn challenged(report: Response, error: ApiError) -> Response {
-    let api = error.into_response();
-    let (mut parts, body) = report.into_parts();
-    for name in [header::WWW_AUTHENTICATE, header::RETRY_AFTER] {
-        if let Some(value) = api.headers().get(&name) {
-            parts.headers.insert(name, value.clone());
-        }
-    }
-    Response::from_parts(parts, body)
-}
-
-/// The answer with a strong ETag of its bytes (the same bytes, the same
-/// tag: capabilities and legends, which read no array data), and 304 when
-/// the client already has them.
-pub(super) async fn with_etag(response: Response, headers: &HeaderMap) -> Response {
-    let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        return WmsError(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            "the answer could not be read".into(),
-        )
-        .into_response();
-    };
-    let etag = strong_etag(&[&bytes]);
-    let value = HeaderValue::from_str(&etag).expect("an ETag is a valid header value");
-    parts.headers.insert(header::ETAG, value);
-    if if_none_match(headers, &etag) {
-        parts.status = StatusCode::NOT_MODIFIED;
-        parts.headers.remove(header::CONTENT_LENGTH);
-        return Response::from_parts(parts, Body::empty());
-    }
-    Response::from_parts(parts, Body::from(bytes))
+    ows::challenged(report(Fault(error.status(), None, error.to_string())), error)
 }
 
 async fn answer(
@@ -214,15 +83,15 @@ async fn answer(
     ds: &str,
     query: Option<&str>,
     (method, headers): (&Method, &HeaderMap),
-) -> Result<Response, WmsError> {
+) -> Result<Response, Fault> {
     let dataset = &state
         .dataset(ds, caller)
         .await
-        .map_err(|e| WmsError(e.status(), None, e.to_string()))?;
+        .map_err(|e| Fault(e.status(), None, e.to_string()))?;
     let params = Params::parse(query);
     if let Some(service) = params.get("SERVICE") {
         if !service.eq_ignore_ascii_case("WMS") {
-            return Err(WmsError::bad(
+            return Err(Fault::bad(
                 "InvalidParameterValue",
                 format!("SERVICE={service}: this is a WMS"),
             ));
@@ -234,7 +103,7 @@ async fn answer(
         "getmap" => get_map(state, dataset, &params, (method, headers)).await,
         "getlegendgraphic" => legend(state, dataset, &params).await,
         "getfeatureinfo" => feature_info(state, dataset, &params, (method, headers)).await,
-        _ => Err(WmsError::bad(
+        _ => Err(Fault::bad(
             "OperationNotSupported",
             format!("REQUEST={request}: use GetCapabilities, GetMap, GetLegendGraphic or GetFeatureInfo"),
         )),
@@ -242,7 +111,7 @@ async fn answer(
 }
 
 /// The styles: `raster/<colormap>` for each colormap.
-fn style_colormap(style: Option<&str>) -> Result<Option<String>, WmsError> {
+fn style_colormap(style: Option<&str>) -> Result<Option<String>, Fault> {
     let Some(style) = style.map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok(None);
     };
@@ -252,7 +121,7 @@ fn style_colormap(style: Option<&str>) -> Result<Option<String>, WmsError> {
     let name = style.strip_prefix("raster/").unwrap_or(style);
     match Colormap::named(name) {
         Some(_) => Ok(Some(name.to_string())),
-        None => Err(WmsError::bad(
+        None => Err(Fault::bad(
             "StyleNotDefined",
             format!(
                 "style '{style}' is not known: use raster/<colormap> with one of {}",
@@ -262,66 +131,19 @@ fn style_colormap(style: Option<&str>) -> Result<Option<String>, WmsError> {
     }
 }
 
-/// The layer a `LAYERS`/`LAYER`/`QUERY_LAYERS` value names (one).
-pub(super) async fn layer(dataset: &Dataset, names: &str) -> Result<GeoVariable, WmsError> {
-    let name = names.split(',').next().unwrap_or("").trim().trim_start_matches('/');
-    match dataset.geo_variable(name).await {
-        Ok(var) => Ok(var),
-        Err(Error::NotFound(_)) | Err(Error::InvalidRequest(_)) | Err(Error::Unsupported(_)) => Err(WmsError(
-            StatusCode::NOT_FOUND,
-            Some("LayerNotDefined"),
-            format!("no layer '{name}' (a geo variable's path) in this dataset"),
-        )),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The labels `TIME`, `ELEVATION` and `DIM_<NAME>` pick.
-fn dimension_labels(var: &GeoVariable, params: &Params) -> Result<LabelQuery, WmsError> {
-    let meta = var.node.array().map_err(WmsError::from)?;
-    let names = meta.dimension_names.clone().unwrap_or_default();
-    let name_of = |d: Option<usize>| d.and_then(|d| names.get(d).cloned().flatten());
-    let mut labels = LabelQuery::default();
-    let mut pick = |dim: Option<String>, value: &str, what: &str| -> Result<(), WmsError> {
-        let dim = dim.ok_or_else(|| {
-            WmsError::bad(
-                "InvalidDimensionValue",
-                format!("{what}: this layer has no such dimension"),
-            )
-        })?;
-        labels
-            .sel
-            .push((dim, LabelSel::Point(Label::Text(value.trim().to_string()))));
-        Ok(())
-    };
-    if let Some(time) = params.get("TIME").filter(|v| !v.is_empty()) {
-        pick(name_of(var.grid.t_dim), time, "TIME")?;
-    }
-    if let Some(elevation) = params.get("ELEVATION").filter(|v| !v.is_empty()) {
-        pick(name_of(var.grid.z_dim), elevation, "ELEVATION")?;
-    }
-    for (key, value) in &params.0 {
-        if let Some(dim) = key.strip_prefix("DIM_") {
-            let found = names.iter().flatten().find(|n| n.eq_ignore_ascii_case(dim)).cloned();
-            pick(found, value, key)?;
-        }
-    }
-    Ok(labels)
-}
-
 /// A map request's frame (the engine's [`MapFrame`]) from `CRS`, `BBOX`,
 /// `WIDTH` and `HEIGHT`: each side at most `max_size` pixels.
-fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
-    let size = |name: &str| -> Result<u32, WmsError> {
+fn frame(params: &Params, max_size: u32) -> Result<MapFrame, Fault> {
+    let size = |name: &str| -> Result<u32, Fault> {
         let n: u32 = params
             .required(name)?
             .trim()
             .parse()
             .ok()
             .filter(|n| *n > 0)
-            .ok_or_else(|| WmsError::bad("InvalidParameterValue", format!("{name} must be a positive integer")))?;
+            .ok_or_else(|| Fault::bad("InvalidParameterValue", format!("{name} must be a positive integer")))?;
         if n > max_size {
-            return Err(WmsError(
+            return Err(Fault(
                 StatusCode::BAD_REQUEST,
                 None,
                 format!("{name} {n} is more than wms_max_size = {max_size}"),
@@ -332,13 +154,13 @@ fn frame(params: &Params, max_size: u32) -> Result<MapFrame, WmsError> {
     let (width, height) = (size("WIDTH")?, size("HEIGHT")?);
     let name = params.get("CRS").or_else(|| params.get("SRS")).unwrap_or("CRS:84");
     let crs = MapCrs::named(name).ok_or_else(|| {
-        WmsError::bad(
+        Fault::bad(
             "InvalidCRS",
             format!("CRS {name} is not served: use CRS:84, EPSG:4326 or EPSG:3857"),
         )
     })?;
     let bad_box = || {
-        WmsError::bad(
+        Fault::bad(
             "InvalidParameterValue",
             "BBOX must be minx,miny,maxx,maxy with min < max",
         )
@@ -375,7 +197,7 @@ async fn rendering(
     labels: &LabelQuery,
     params: &Params,
     colormap: Option<String>,
-) -> Result<Render, WmsError> {
+) -> Result<Render, Fault> {
     let request = RenderRequest {
         rescale: params
             .get("COLORSCALERANGE")
@@ -388,10 +210,10 @@ async fn rendering(
         // A bad COLORSCALERANGE.
         Error::InvalidRequest(ref m) if m.contains("rescale") => {
             let status = super::ApiError::Engine(e.clone()).status();
-            WmsError(status, Some("InvalidParameterValue"), e.to_string())
+            Fault(status, Some("InvalidParameterValue"), e.to_string())
         }
         // A dimension value that names no label, a read that failed.
-        other => WmsError::from(other),
+        other => Fault::from(other),
     })
 }
 
@@ -401,11 +223,11 @@ async fn get_map(
     dataset: &Dataset,
     params: &Params,
     (method, headers): (&Method, &HeaderMap),
-) -> Result<Response, WmsError> {
-    let var = layer(dataset, params.required("LAYERS")?).await?;
+) -> Result<Response, Fault> {
+    let var = ows::layer(dataset, params.required("LAYERS")?).await?;
     if let Some(format) = params.get("FORMAT") {
         if !format.eq_ignore_ascii_case("image/png") && !format.is_empty() {
-            return Err(WmsError::bad(
+            return Err(Fault::bad(
                 "InvalidFormat",
                 format!("FORMAT {format}: only image/png is served"),
             ));
@@ -413,7 +235,7 @@ async fn get_map(
     }
     let colormap = style_colormap(params.get("STYLES"))?;
     let frame = frame(params, state.wms_max_size)?;
-    let labels = dimension_labels(&var, params)?;
+    let labels = ows::dimension_labels(&var, params)?;
     // The pyramid level (if any) whose cells are no larger than a pixel.
     let level = dataset.pyramid_level(&var, frame.pixel_degrees).await?;
     let sampling = Sampling::new(&level.grid, &frame.lons, &frame.lats);
@@ -471,14 +293,14 @@ fn png_response(png: Bytes) -> Response {
 }
 
 /// `GetLegendGraphic`: a vertical colour bar of the style, high values on top.
-async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, WmsError> {
-    let var = layer(
+async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<Response, Fault> {
+    let var = ows::layer(
         dataset,
         params.get("LAYER").or_else(|| params.get("LAYERS")).unwrap_or(""),
     )
     .await?;
     let colormap = style_colormap(params.get("STYLE").or_else(|| params.get("STYLES")))?;
-    let size = |name: &str, default: u32| -> Result<u32, WmsError> {
+    let size = |name: &str, default: u32| -> Result<u32, Fault> {
         match params.get(name).filter(|v| !v.is_empty()) {
             None => Ok(default),
             Some(v) => v
@@ -486,11 +308,11 @@ async fn legend(state: &AppState, dataset: &Dataset, params: &Params) -> Result<
                 .parse()
                 .ok()
                 .filter(|n| (1..=state.wms_max_size).contains(n))
-                .ok_or_else(|| WmsError::bad("InvalidParameterValue", format!("{name} {v}"))),
+                .ok_or_else(|| Fault::bad("InvalidParameterValue", format!("{name} {v}"))),
         }
     };
     let (width, height) = (size("WIDTH", 20)?, size("HEIGHT", 256)?);
-    let labels = dimension_labels(&var, params)?;
+    let labels = ows::dimension_labels(&var, params)?;
     let render = rendering(dataset, &var, &labels, params, colormap).await?;
     let (lo, hi) = render.rescale().unwrap_or((0.0, 1.0));
     // One value a row, each pixel of a row pointing at it: the bar costs
@@ -524,101 +346,28 @@ async fn hold_pixels(
     width: u32,
     height: u32,
     bytes_per_pixel: u64,
-) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, WmsError> {
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Fault> {
     let bytes = u64::from(width) * u64::from(height) * bytes_per_pixel;
     Ok(dataset.resources().hold_answer_bytes(bytes as usize).await?)
 }
 
-/// `GetFeatureInfo`: the value under pixel (`I`, `J`) and its cell.
-pub(super) async fn feature_info(
+/// `GetFeatureInfo`: the value under pixel (`I`, `J`) of the map `GetMap`
+/// would draw.
+async fn feature_info(
     state: &AppState,
     dataset: &Dataset,
     params: &Params,
-    (method, headers): (&Method, &HeaderMap),
-) -> Result<Response, WmsError> {
-    let var = layer(dataset, params.required("QUERY_LAYERS")?).await?;
+    asked: (&Method, &HeaderMap),
+) -> Result<Response, Fault> {
+    let var = ows::layer(dataset, params.required("QUERY_LAYERS")?).await?;
     // The map the client shows is one GetMap could draw: the same size limit.
     let frame = frame(params, state.wms_max_size)?;
-    let pixel = |name: &str, n: u32| -> Result<usize, WmsError> {
-        params
-            .required(name)?
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|v| *v < n)
-            .map(|v| v as usize)
-            .ok_or_else(|| {
-                WmsError::bad(
-                    "InvalidPoint",
-                    format!("{name} must be a pixel of the map (0 to {})", n - 1),
-                )
-            })
-    };
-    let (i, j) = (pixel("I", frame.width)?, pixel("J", frame.height)?);
-    let (lon, lat) = (frame.lons[i], frame.lats[j]);
-    let labels = dimension_labels(&var, params)?;
-    let sampling = Sampling::new(&var.grid, &[lon], &[lat]);
-    let format = params.get("INFO_FORMAT").unwrap_or("application/json");
-    let content_type = match format {
-        f if f.eq_ignore_ascii_case("text/plain") => "text/plain",
-        f if f.eq_ignore_ascii_case("application/json") => "application/json",
-        _ => {
-            return Err(WmsError::bad(
-                "InvalidFormat",
-                format!("INFO_FORMAT {format}: use application/json or text/plain"),
-            ))
-        }
-    };
-    let plan = match sampling.is_empty() {
-        true => None,
-        false => Some(dataset.plan_raster(&var, &sampling, &labels).await?),
-    };
-    let mut described = Answer::new(state, dataset, "wms-feature-info", content_type).key(params.key());
-    if let Some(plan) = &plan {
-        described = described.plan(plan);
-    }
-    let ready = match described.check(method, headers).await? {
-        Checked::Answered(response) => return Ok(response),
-        Checked::Read(ready) => ready,
-    };
-    let (value, cell) = match &plan {
-        None => (None, None),
-        Some(plan) => {
-            let raster = dataset
-                .read_raster(&var, &sampling, plan, Some(ready.versions()))
-                .await?;
-            let value = raster.value(0);
-            let cell = var.grid.centre(sampling.cols[0], sampling.rows[0]);
-            ((!value.is_nan()).then_some(value), Some(cell))
-        }
-    };
-    let name = var.node.path.clone();
-    // The point: the cell's centre in CRS84, else the queried one.
-    let (x, y) = cell.and_then(|(_, lonlat)| lonlat).unwrap_or((lon, lat));
-    let cell = cell.map(|(xy, _)| xy);
-    if content_type == "text/plain" {
-        let text = format!(
-            "layer: {name}\nvalue: {}\nx: {}\ny: {}\n",
-            value.map_or("null".to_string(), |v| v.to_string()),
-            cell.map_or(x, |c| c.0),
-            cell.map_or(y, |c| c.1)
-        );
-        return Ok(ready.whole(Bytes::from(text)));
-    }
-    let doc = json!({
-        "type": "FeatureCollection",
-        "features": [{
-            "type": "Feature",
-            "id": name,
-            "geometry": {"type": "Point", "coordinates": [x, y]},
-            "properties": {"value": value, "x": cell.map(|c| c.0), "y": cell.map(|c| c.1)},
-        }],
-    });
-    Ok(ready.whole(Bytes::from(doc.to_string())))
+    let query = PixelQuery::of(var, frame, params, params.get("INFO_FORMAT"))?;
+    ows::feature_info(state, dataset, query, asked).await
 }
 
 /// `GetCapabilities`: every geo variable of the dataset as a layer.
-async fn capabilities(dataset: &Dataset, ds: &str, origin: &str) -> Result<Response, WmsError> {
+async fn capabilities(dataset: &Dataset, ds: &str, origin: &str) -> Result<Response, Fault> {
     let origin = if origin.is_empty() { "http://localhost" } else { origin };
     let url = escape(&format!("{origin}/v1/datasets/{ds}/wms?"));
     let variables = dataset.geo_variables().await?;
@@ -668,7 +417,7 @@ fn geographic_box([w, s, e, n]: [f64; 4]) -> String {
 }
 
 /// One `Layer` element.
-async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<String, WmsError> {
+async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<String, Fault> {
     let attrs = var
         .node
         .metadata
@@ -688,7 +437,7 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<St
          <BoundingBox CRS=\"EPSG:3857\" minx=\"{mx0}\" miny=\"{my0}\" maxx=\"{mx1}\" maxy=\"{my1}\"/>",
         geographic_box([w, s, e, n])
     );
-    for dim in layer_dimensions(dataset, var).await? {
+    for dim in ows::layer_dimensions(dataset, var).await? {
         let _ = write!(
             xml,
             "<Dimension name=\"{}\" units=\"{}\" default=\"{}\">{}</Dimension>",
@@ -713,70 +462,4 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, url: &str) -> Result<St
     }
     xml.push_str("</Layer>\n");
     Ok(xml)
-}
-
-/// A layer's time or elevation dimension, as the capabilities of WMS and
-/// WMTS list it.
-pub(super) struct LayerDimension {
-    /// `time` or `elevation`.
-    pub(super) kind: &'static str,
-    /// The array's name of the dimension.
-    pub(super) name: String,
-    /// `ISO8601` for time; the coordinate's `units` for elevation.
-    pub(super) units: String,
-    /// The latest time, the first elevation.
-    pub(super) default: String,
-    /// Every label.
-    pub(super) values: Vec<String>,
-}
-
-/// The time and elevation dimensions of a layer that have labels.
-pub(super) async fn layer_dimensions(dataset: &Dataset, var: &GeoVariable) -> Result<Vec<LayerDimension>, WmsError> {
-    let meta = var.node.array().map_err(WmsError::from)?;
-    let names = meta.dimension_names.clone().unwrap_or_default();
-    let mut found = Vec::new();
-    for (dim, kind) in [(var.grid.t_dim, "time"), (var.grid.z_dim, "elevation")] {
-        let Some(d) = dim else { continue };
-        let Ok(Some(labels)) = dataset.dimension_labels(&var.node.path, d).await else {
-            continue;
-        };
-        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
-        let values: Vec<String> = labels.iter().map(text).collect();
-        let default = match kind {
-            "time" => values.last().cloned(),
-            _ => values.first().cloned(),
-        }
-        .unwrap_or_default();
-        let name = names.get(d).cloned().flatten().unwrap_or_default();
-        let units = if kind == "time" {
-            "ISO8601".to_string()
-        } else {
-            let unit = dataset
-                .node(&coord_path(&var.node.path, &name))
-                .await
-                .ok()
-                .and_then(|n| {
-                    n.metadata
-                        .as_ref()?
-                        .attributes()
-                        .get("units")?
-                        .as_str()
-                        .map(str::to_string)
-                });
-            unit.unwrap_or_else(|| "unknown".into())
-        };
-        found.push(LayerDimension {
-            kind,
-            name,
-            units,
-            default,
-            values,
-        });
-    }
-    Ok(found)
-}
-
-/// The path of the coordinate `name` beside the array at `path`.
-fn coord_path(path: &str, name: &str) -> String {
-    crate::storage::join(path.rsplit_once('/').map_or("", |(parent, _)| parent), name)
 }

@@ -4,7 +4,8 @@
 //! the tile matrix sets of the tile route (3.3) limited to each layer's
 //! extent. The `ResourceURL` template is the tile route itself, and a
 //! key-value `GetTile` is answered by it, so a WMTS tile is the tile
-//! route's, byte for byte; `GetFeatureInfo` is WMS's at the pixel asked.
+//! route's, byte for byte; `GetFeatureInfo` answers as WMS's does (both
+//! in `ows`), at the tile's pixel asked.
 //! Errors are OWS `ExceptionReport`s.
 
 use std::fmt::Write as _;
@@ -17,10 +18,10 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::Value;
 
-use super::wms::{self, Params, WmsError};
+use super::ows::{self, Fault, Params, PixelQuery};
 use super::{ApiError, AppState};
 use crate::encode::xml::escape;
-use crate::engine::geo::{to_mercator, TileMatrixSet, MERCATOR_HALF, MERCATOR_LATITUDE, TILE_SIZE};
+use crate::engine::geo::{to_mercator, MapCrs, MapFrame, TileMatrixSet, MERCATOR_HALF, MERCATOR_LATITUDE, TILE_SIZE};
 use crate::engine::render::Colormap;
 use crate::engine::{Dataset, GeoVariable};
 use crate::identity::{Caller, Permission};
@@ -34,7 +35,7 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         )
         .route("/v1/datasets/{ds}/wmts", get(key_value))
         .route_layer(axum::middleware::from_fn(|request, next| {
-            super::admit(request, next, |e| Ows::from(WmsError::from(e)).into_response())
+            super::admit(request, next, |e| Ows::from(Fault::from(e)).into_response())
         }))
 }
 
@@ -50,8 +51,8 @@ impl Ows {
     }
 }
 
-impl From<WmsError> for Ows {
-    fn from(e: WmsError) -> Self {
+impl From<Fault> for Ows {
+    fn from(e: Fault) -> Self {
         let code = match e.1 {
             Some("MissingParameterValue") => "MissingParameterValue",
             Some("InvalidFormat" | "InvalidParameterValue" | "InvalidDimensionValue" | "StyleNotDefined") => {
@@ -72,7 +73,7 @@ impl From<WmsError> for Ows {
 
 impl From<ApiError> for Ows {
     fn from(e: ApiError) -> Self {
-        Self::from(WmsError::from(e))
+        Self::from(Fault::from(e))
     }
 }
 
@@ -87,7 +88,7 @@ impl IntoResponse for Ows {
             self.1,
             escape(&self.3)
         );
-        wms::exception(self.0, "application/xml", body)
+        ows::exception(self.0, "application/xml", body)
     }
 }
 
@@ -95,7 +96,7 @@ impl IntoResponse for Ows {
 /// the challenge or `Retry-After` the API would send.
 fn refused(error: ApiError) -> Response {
     let report = Ows(error.status(), "NoApplicableCode", None, error.to_string()).into_response();
-    wms::challenged(report, error)
+    ows::challenged(report, error)
 }
 
 /// `GET /v1/datasets/{ds}/wmts/1.0.0/WMTSCapabilities.xml` (query
@@ -110,7 +111,7 @@ async fn rest_capabilities(
         return refused(e);
     }
     match capabilities(&state, &caller, &ds, &headers).await {
-        Ok(response) => wms::with_etag(response, &headers).await,
+        Ok(response) => ows::with_etag(response, &headers).await,
         Err(e) => e.into_response(),
     }
 }
@@ -131,7 +132,7 @@ async fn key_value(
     let answered = match operation(&params) {
         Err(e) => Err(e),
         Ok(Operation::Capabilities) => match capabilities(&state, &caller, &ds, &headers).await {
-            Ok(response) => return wms::with_etag(response, &headers).await,
+            Ok(response) => return ows::with_etag(response, &headers).await,
             Err(e) => Err(e),
         },
         Ok(Operation::Tile) => get_tile(&state, caller, &ds, &params, method, headers).await,
@@ -286,7 +287,7 @@ fn style(params: &Params) -> Result<String, Ows> {
 /// array's dimension names and labels (the labels are the tile route's to
 /// look up: none is read here).
 fn dimension_values(var: &GeoVariable, params: &Params) -> Result<Vec<(String, String)>, Ows> {
-    let meta = var.node.array().map_err(|e| Ows::from(WmsError::from(e)))?;
+    let meta = var.node.array().map_err(|e| Ows::from(Fault::from(e)))?;
     let names = meta.dimension_names.clone().unwrap_or_default();
     let mut values = Vec::new();
     for (dim, param) in [(var.grid.t_dim, "TIME"), (var.grid.z_dim, "ELEVATION")] {
@@ -347,52 +348,37 @@ async fn get_tile(
 
 /// The layer `name` names.
 async fn layer(dataset: &Dataset, name: &str) -> Result<GeoVariable, Ows> {
-    wms::layer(dataset, name).await.map_err(|e| match e.1 {
+    ows::layer(dataset, name).await.map_err(|e| match e.1 {
         Some("LayerNotDefined") => Ows::bad("InvalidParameterValue", "LAYER", e.2),
         _ => Ows::from(e),
     })
 }
 
-/// `GetFeatureInfo`: WMS's, on the tile's box at pixel (`I`, `J`).
+/// `GetFeatureInfo`: the value under pixel (`I`, `J`) of the tile.
 async fn feature_info(
     state: &AppState,
     caller: &Caller,
     ds: &str,
     params: &Params,
-    (method, headers): (&Method, &HeaderMap),
+    asked: (&Method, &HeaderMap),
 ) -> Result<Response, Ows> {
     let layer_name = required(params, "LAYER")?;
     let at = TileAt::of(params)?;
     style(params)?;
-    let [x0, y0, x1, y1] = at.bbox();
-    let crs = match at.set {
-        TileMatrixSet::WebMercatorQuad => "EPSG:3857",
-        TileMatrixSet::WorldCrs84Quad => "CRS:84",
-    };
-    let mut asked = vec![
-        ("QUERY_LAYERS".to_string(), layer_name.to_string()),
-        ("CRS".into(), crs.into()),
-        ("BBOX".into(), format!("{x0},{y0},{x1},{y1}")),
-        ("WIDTH".into(), TILE_SIZE.to_string()),
-        ("HEIGHT".into(), TILE_SIZE.to_string()),
-        (
-            "INFO_FORMAT".into(),
-            params.get("INFOFORMAT").unwrap_or("application/json").to_string(),
-        ),
-    ];
-    for name in ["I", "J", "TIME", "ELEVATION"] {
-        if let Some(value) = params.get(name) {
-            asked.push((name.into(), value.to_string()));
-        }
-    }
     let dataset = state.dataset(ds, caller).await?;
-    wms::feature_info(state, &dataset, &Params::from_pairs(asked), (method, headers))
-        .await
-        .map_err(|e| match e.1 {
-            Some("LayerNotDefined") => Ows::bad("InvalidParameterValue", "LAYER", e.2),
-            Some("InvalidPoint") => Ows::bad("PointIJOutOfRange", if e.2.starts_with('J') { "J" } else { "I" }, e.2),
-            _ => Ows::from(e),
-        })
+    let var = layer(&dataset, layer_name).await?;
+    let crs = match at.set {
+        TileMatrixSet::WebMercatorQuad => MapCrs::WebMercator,
+        TileMatrixSet::WorldCrs84Quad => MapCrs::Crs84,
+    };
+    let frame = MapFrame::new(crs, at.bbox(), TILE_SIZE, TILE_SIZE).expect("a tile's box is one");
+    let fault = |e: Fault| match e.1 {
+        Some("LayerNotDefined") => Ows::bad("InvalidParameterValue", "LAYER", e.2),
+        Some("InvalidPoint") => Ows::bad("PointIJOutOfRange", if e.2.starts_with('J') { "J" } else { "I" }, e.2),
+        _ => Ows::from(e),
+    };
+    let query = PixelQuery::of(var, frame, params, params.get("INFOFORMAT")).map_err(fault)?;
+    ows::feature_info(state, &dataset, query, asked).await.map_err(fault)
 }
 
 /// The capabilities document.
@@ -406,7 +392,7 @@ async fn capabilities(state: &AppState, caller: &Caller, ds: &str, headers: &Hea
     };
     let ds = &super::explorer::url_path(ds);
     let kvp = format!("{origin}/v1/datasets/{ds}/wmts?");
-    let variables = dataset.geo_variables().await.map_err(WmsError::from)?;
+    let variables = dataset.geo_variables().await.map_err(Fault::from)?;
     let mut layers = String::new();
     let mut deepest = [0u8; 2];
     for var in &variables {
@@ -490,7 +476,7 @@ async fn layer_xml(dataset: &Dataset, var: &GeoVariable, origin: &str, ds: &str)
     xml.push_str(
         "<Format>image/png</Format><InfoFormat>application/json</InfoFormat><InfoFormat>text/plain</InfoFormat>",
     );
-    let dimensions = wms::layer_dimensions(dataset, var).await?;
+    let dimensions = ows::layer_dimensions(dataset, var).await?;
     for dim in &dimensions {
         let _ = write!(
             xml,

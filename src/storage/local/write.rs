@@ -1,7 +1,8 @@
-//! Writes of local files: each a new file beside the old one, renamed into
-//! place (readers see the old file or the new, never a mix), writers of
-//! one file serialized within the process, and every directory written
-//! inside the served directory's real path.
+//! Writes of local files: each a new file beside the old one, flushed to
+//! the disk and renamed into place (readers see the old file or the new,
+//! never a mix; after a crash of the machine too), writers of one file
+//! serialized within the process, and every directory written inside the
+//! served directory's real path.
 //!
 //! object_store's local `put` would follow a link out of the directory;
 //! here the deepest existing ancestor of the file's directory, and the
@@ -76,8 +77,9 @@ impl LocalFiles {
             }
             inside(&served, dir, &key)?;
             match std::fs::remove_file(&path) {
+                Ok(()) => sync_dir(dir),
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_failed(e)),
-                _ => Ok(()),
+                Err(_) => Ok(()),
             }
         })
         .await
@@ -126,7 +128,20 @@ fn make_inside(served: &Root, dir: &FsPath, key: &str) -> Result<(), StoreError>
     }
     inside(served, existing, key)?;
     std::fs::create_dir_all(dir).map_err(io_failed)?;
-    inside(served, dir, key)
+    inside(served, dir, key)?;
+    // Each new directory's entry is made durable in its parent.
+    let mut made = dir;
+    while made != existing {
+        let parent = made.parent().unwrap_or(existing);
+        sync_dir(parent)?;
+        made = parent;
+    }
+    Ok(())
+}
+
+/// Make the entries of `dir` (a file renamed in, or removed) durable.
+fn sync_dir(dir: &FsPath) -> Result<(), StoreError> {
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io_failed)
 }
 
 /// [`StoreError::Forbidden`] unless `dir` really lies inside the served
@@ -143,7 +158,9 @@ fn inside(served: &Root, dir: &FsPath, key: &str) -> Result<(), StoreError> {
     )))
 }
 
-/// Write `data` to a new file in `dir`, then rename it onto `path`.
+/// Write `data` to a new file in `dir`, flush it to the disk, rename it
+/// onto `path` and flush `dir`: once this returns, a crash of the machine
+/// leaves the new file, never an empty or partial one.
 fn replace(path: &FsPath, dir: &FsPath, data: &Payload) -> Result<(), StoreError> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
@@ -153,12 +170,14 @@ fn replace(path: &FsPath, dir: &FsPath, data: &Payload) -> Result<(), StoreError
         for part in data.parts() {
             file.write_all(part)?;
         }
+        file.sync_data()?;
         std::fs::rename(&temporary, path)
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
-    written.map_err(io_failed)
+    written.map_err(io_failed)?;
+    sync_dir(dir)
 }
 
 fn io_failed(e: std::io::Error) -> StoreError {

@@ -4,14 +4,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use object_store::aws::{AmazonS3, AmazonS3Builder};
-use object_store::azure::{MicrosoftAzure, MicrosoftAzureBuilder};
-use object_store::gcp::{GoogleCloudStorage, GoogleCloudStorageBuilder};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::signer::Signer;
-use object_store::{ObjectStore, RetryConfig};
+use object_store::{ClientConfigKey, ObjectStore, RetryConfig};
 use url::Url;
 
 use super::conditional_delete::SignedDeletes;
@@ -176,31 +175,41 @@ fn open_url(url: &Url, options: &StoreOptions) -> Result<ObjectKeys, String> {
     let retry = retry_config(options);
     // Each builder takes the options as config keys (applied after the
     // environment, so a config file wins over AWS_* variables).
-    macro_rules! build {
+    macro_rules! configured {
         ($builder:expr) => {{
             let mut b = $builder.with_url(url.as_str()).with_retry(retry);
             for (k, v) in &settings {
                 b = b.with_config(k.parse().map_err(|e| bad_option(k, e))?, v);
             }
-            Arc::new(b.build().map_err(cannot_open)?)
+            b
         }};
     }
-    let signed = |signer: Arc<dyn Signer>| -> Result<Option<SignedDeletes>, String> {
-        let client = super::redirects::client_for(&settings).map_err(cannot_open)?;
-        Ok(Some(SignedDeletes::new(signer, client)))
-    };
+    // Conditional deletes go through a client with the backend's own
+    // client options, read from its configured builder.
+    let client =
+        |get: &dyn Fn(ClientConfigKey) -> Option<String>| super::redirects::client_for(get).map_err(cannot_open);
     let (store, deletes): (Arc<dyn ObjectStore>, _) = match url.scheme() {
         "s3" | "s3a" => {
-            let s3: Arc<AmazonS3> = build!(AmazonS3Builder::from_env());
-            (s3.clone(), signed(s3)?)
+            let b = configured!(AmazonS3Builder::from_env());
+            let client = client(&|k| b.get_config_value(&AmazonS3ConfigKey::Client(k)))?;
+            let s3 = Arc::new(b.build().map_err(cannot_open)?);
+            // Not every S3-compatible server honours `If-Match` on DELETE.
+            let probe = root.clone().join(SignedDeletes::PROBE);
+            (s3.clone(), Some(SignedDeletes::new(s3, client, Some(probe))))
         }
-        "gs" => {
-            let gcs: Arc<GoogleCloudStorage> = build!(GoogleCloudStorageBuilder::from_env());
-            (gcs, None)
-        }
+        "gs" => (
+            Arc::new(
+                configured!(GoogleCloudStorageBuilder::from_env())
+                    .build()
+                    .map_err(cannot_open)?,
+            ),
+            None,
+        ),
         "az" | "azure" | "abfs" | "abfss" => {
-            let azure: Arc<MicrosoftAzure> = build!(MicrosoftAzureBuilder::from_env());
-            (azure.clone(), signed(azure)?)
+            let b = configured!(MicrosoftAzureBuilder::from_env());
+            let client = client(&|k| b.get_config_value(&AzureConfigKey::Client(k)))?;
+            let azure = Arc::new(b.build().map_err(cannot_open)?);
+            (azure.clone(), Some(SignedDeletes::new(azure, client, None)))
         }
         "http" | "https" => {
             let mut base = url.clone();

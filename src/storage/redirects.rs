@@ -79,19 +79,12 @@ impl HttpConnector for StayUnder {
     }
 }
 
-/// A client with the backend's `settings` (its config keys) applied as
-/// object_store applies them, for the requests object_store cannot make
+/// A client with a backend's client options (`get` reads them from its
+/// configured builder: the environment and the dataset's settings, as
+/// object_store applies them), for the requests object_store cannot make
 /// (presigned ones, whose URL the backend built): no redirects.
-pub(super) fn client_for(
-    settings: &std::collections::BTreeMap<String, String>,
-) -> object_store::Result<reqwest::Client> {
-    let mut options = ClientOptions::new();
-    for (key, value) in settings {
-        if let Ok(key) = key.parse::<ClientConfigKey>() {
-            options = options.with_config(key, value);
-        }
-    }
-    builder(&options)?
+pub(super) fn client_for(get: impl Fn(ClientConfigKey) -> Option<String>) -> object_store::Result<reqwest::Client> {
+    builder_from(get)?
         .https_only(false)
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -101,7 +94,11 @@ pub(super) fn client_for(
 /// A reqwest client builder with `options` applied as object_store applies
 /// them (the options this service sets, or a user may set, as config keys).
 fn builder(options: &ClientOptions) -> object_store::Result<reqwest::ClientBuilder> {
-    let get = |key: ClientConfigKey| options.get_config_value(&key);
+    builder_from(|key| options.get_config_value(&key))
+}
+
+/// A reqwest client builder with the client options `get` gives.
+fn builder_from(get: impl Fn(ClientConfigKey) -> Option<String>) -> object_store::Result<reqwest::ClientBuilder> {
     let on = |key: ClientConfigKey| get(key).is_some_and(|v| v == "true");
     let duration = |key: ClientConfigKey| -> object_store::Result<Option<Duration>> {
         get(key)

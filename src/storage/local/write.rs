@@ -139,9 +139,22 @@ fn make_inside(served: &Root, dir: &FsPath, key: &str) -> Result<(), StoreError>
     Ok(())
 }
 
-/// Make the entries of `dir` (a file renamed in, or removed) durable.
+/// Make the entries of `dir` (a file renamed in, or removed) durable. File
+/// systems that cannot flush a directory (some FUSE and CIFS mounts say
+/// so with EINVAL) are left as they are.
+#[cfg(unix)]
 fn sync_dir(dir: &FsPath) -> Result<(), StoreError> {
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io_failed)
+    match std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOTSUP)) => Ok(()),
+        done => done.map_err(io_failed),
+    }
+}
+
+/// Directories are not opened as files elsewhere: a rename is flushed
+/// with its file.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &FsPath) -> Result<(), StoreError> {
+    Ok(())
 }
 
 /// [`StoreError::Forbidden`] unless `dir` really lies inside the served

@@ -210,6 +210,11 @@ async fn put(memory: &InMemory, root: &Path, file: &Path) {
     memory.put(&location, payload).await.unwrap();
 }
 
+/// Whether a put or delete was refused: the object is not as expected.
+fn changed<T>(r: Result<T, StoreError>) -> bool {
+    matches!(r, Err(StoreError::Changed(_)))
+}
+
 /// The write contract: creates, conditional replaces and deletes; a
 /// write whose expectation fails changes nothing.
 async fn write_contract(store: &Store) {
@@ -217,7 +222,6 @@ async fn write_contract(store: &Store) {
         let read = store.get(key, ByteRange::All, None).await.unwrap()?;
         Some((read.data, read.info.etag))
     };
-    let changed = |r: Result<Option<String>, StoreError>| matches!(r, Err(StoreError::Changed(_)));
     let key = "a/c/0/0";
     store.delete(key, Expect::Anything).await.unwrap();
     let first = store
@@ -248,19 +252,18 @@ async fn write_contract(store: &Store) {
     );
     // Deletes are conditional too: a version already replaced is kept,
     // the current one deleted, and a gone one is a change.
-    let deleted = |r: Result<(), StoreError>| matches!(r, Err(StoreError::Changed(_)));
-    assert!(deleted(store.delete(key, Expect::Version(etag)).await));
+    assert!(changed(store.delete(key, Expect::Version(etag)).await));
     assert_eq!(&read(key).await.unwrap().0[..], b"two!", "a refused delete kept it");
     let second = second.expect("a put reports its version");
     store.delete(key, Expect::Version(second.clone())).await.unwrap();
     assert!(read(key).await.is_none());
-    assert!(deleted(store.delete(key, Expect::Version(second)).await));
+    assert!(changed(store.delete(key, Expect::Version(second)).await));
     store.delete(key, Expect::Absent).await.unwrap();
     store
         .put(key, Bytes::from_static(b"two!"), Expect::Absent)
         .await
         .unwrap();
-    assert!(deleted(store.delete(key, Expect::Absent).await));
+    assert!(changed(store.delete(key, Expect::Absent).await));
     store
         .put(key, Bytes::from_static(b"3"), Expect::Anything)
         .await

@@ -122,7 +122,8 @@ impl SignedDeletes {
         // After a failure in transit the DELETE may have been applied: a
         // 404 then is this delete's own.
         let mut uncertain = false;
-        for attempt in 1..=ATTEMPTS {
+        let mut attempt = 1;
+        loop {
             let sent = self
                 .client
                 .delete(url.clone())
@@ -158,8 +159,8 @@ impl SignedDeletes {
                 return Err(StoreError::Unavailable(format!("deleting '{key}': {failure}")));
             }
             tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            attempt += 1;
         }
-        unreachable!("the last attempt returns")
     }
 }
 

@@ -348,10 +348,17 @@ async fn get_tile(
 
 /// The layer `name` names.
 async fn layer(dataset: &Dataset, name: &str) -> Result<GeoVariable, Ows> {
-    ows::layer(dataset, name).await.map_err(|e| match e.1 {
+    ows::layer(dataset, name).await.map_err(at_parameter)
+}
+
+/// A fault of the layer or pixel a request names, with the parameter at
+/// fault as its locator.
+fn at_parameter(e: Fault) -> Ows {
+    match e.1 {
         Some("LayerNotDefined") => Ows::bad("InvalidParameterValue", "LAYER", e.2),
+        Some("InvalidPoint") => Ows::bad("PointIJOutOfRange", if e.2.starts_with('J') { "J" } else { "I" }, e.2),
         _ => Ows::from(e),
-    })
+    }
 }
 
 /// `GetFeatureInfo`: the value under pixel (`I`, `J`) of the tile.
@@ -372,13 +379,10 @@ async fn feature_info(
         TileMatrixSet::WorldCrs84Quad => MapCrs::Crs84,
     };
     let frame = MapFrame::new(crs, at.bbox(), TILE_SIZE, TILE_SIZE).expect("a tile's box is one");
-    let fault = |e: Fault| match e.1 {
-        Some("LayerNotDefined") => Ows::bad("InvalidParameterValue", "LAYER", e.2),
-        Some("InvalidPoint") => Ows::bad("PointIJOutOfRange", if e.2.starts_with('J') { "J" } else { "I" }, e.2),
-        _ => Ows::from(e),
-    };
-    let query = PixelQuery::of(var, frame, params, params.get("INFOFORMAT")).map_err(fault)?;
-    ows::feature_info(state, &dataset, query, asked).await.map_err(fault)
+    let query = PixelQuery::of(var, frame, params, params.get("INFOFORMAT")).map_err(at_parameter)?;
+    ows::feature_info(state, &dataset, query, asked)
+        .await
+        .map_err(at_parameter)
 }
 
 /// The capabilities document.

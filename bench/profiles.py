@@ -19,6 +19,9 @@ alternating, --runs rounds of:
   position  wrk -t1 -c1 over the EDR position list (each a 10-year daily series)
   area      wrk -t1 -c1 over the EDR area list (a year of ~200 cells)
   bulk      curl of the binary region time 365:1460 of the EDR store (284 MB) to /dev/null
+  dap2      the same region as a DAP2 .dods hyperslab, curl to /dev/null
+  icechunk  curl of the binary region select=0:32 (128 MiB) of bench/icechunk_peer.sh's
+            Icechunk repository (.cache/bench-icechunk/repo), when it has been made
 
 and prints, per profile, the median of the runs: requests (or MB) a second and the
 server's CPU seconds a request (or a GB), from /proc; then dist / release. Everything
@@ -36,7 +39,10 @@ import time
 from tiles_peer import HERE, ROOT, Proc, cpu_by_pid, free_port, get
 
 EDR_DATA = os.path.join(ROOT, ".cache", "bench-edr")
+ICECHUNK_DATA = os.path.join(ROOT, ".cache", "bench-icechunk")
 BULK = "/v1/datasets/edr/data/tas?select=365:1460,:,:&format=binary"
+DODS = "/v1/datasets/edr/dap.dods?tas[365:1459][0:179][0:359]"
+ICECHUNK = "/v1/datasets/icechunk/data/field?select=0:32&format=binary"
 
 
 class Server(Proc):
@@ -46,9 +52,15 @@ class Server(Proc):
         self.base = f"http://127.0.0.1:{self.port}"
         self.logpath = os.path.join(tiles_data, f"profiles-{name}.log")
         env = dict(os.environ, ZARR_SERVE_LOG_LEVEL="warn")
-        self.start([binary, "--listen", f"127.0.0.1:{self.port}",
-                    "--dataset", f"map={os.path.join(tiles_data, 'map.zarr')}",
-                    "--dataset", f"edr={edr_store}"], env, tiles_data, "/readyz")
+        datasets = ["--dataset", f"map={os.path.join(tiles_data, 'map.zarr')}",
+                    "--dataset", f"edr={edr_store}"]
+        if has_icechunk():
+            datasets += ["--dataset", f"icechunk=icechunk+file://{ICECHUNK_DATA}/repo"]
+        self.start([binary, "--listen", f"127.0.0.1:{self.port}", *datasets], env, tiles_data, "/readyz")
+
+
+def has_icechunk():
+    return os.path.exists(os.path.join(ICECHUNK_DATA, "complete"))
 
 
 def cpu(server):
@@ -87,24 +99,30 @@ def edr(query):
     return run
 
 
-def bulk(server, args):
-    c0 = cpu(server)
-    t0 = time.perf_counter()
-    out = subprocess.run(["curl", "-gs", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                          server.base + BULK], capture_output=True, text=True, timeout=600).stdout
-    wall = time.perf_counter() - t0
-    c1 = cpu(server)
-    code, size = out.split()
-    if code != "200":
-        raise RuntimeError(f"{server.name}: bulk read answered {code}")
-    gb = int(size) / 1e9
-    return gb * 1e3 / wall, (c1 - c0) / gb
+def download(path):
+    """One GET of `path` to /dev/null: MB/s and the server's CPU-s a GB."""
+    def run(server, args):
+        c0 = cpu(server)
+        t0 = time.perf_counter()
+        out = subprocess.run(["curl", "-gs", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                              server.base + path], capture_output=True, text=True, timeout=600).stdout
+        wall = time.perf_counter() - t0
+        c1 = cpu(server)
+        code, size = out.split()
+        if code != "200":
+            raise RuntimeError(f"{server.name}: {path} answered {code}")
+        gb = int(size) / 1e9
+        return gb * 1e3 / wall, (c1 - c0) / gb
+    return run
 
 
 MEASURES = [("tiles", "tiles/s", "CPU-s/1000 tiles", 1000, tiles),
             ("position", "req/s", "CPU-ms/req", 1000, edr("position")),
             ("area", "req/s", "CPU-ms/req", 1000, edr("area")),
-            ("bulk", "MB/s", "CPU-s/GB", 1, bulk)]
+            ("bulk", "MB/s", "CPU-s/GB", 1, download(BULK)),
+            ("dap2", "MB/s", "CPU-s/GB", 1, download(DODS))]
+if has_icechunk():
+    MEASURES.append(("icechunk", "MB/s", "CPU-s/GB", 1, download(ICECHUNK)))
 
 
 def main():

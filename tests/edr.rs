@@ -186,3 +186,90 @@ async fn errors_say_what_is_wrong() {
     let (status, _) = query(&small, "cube", "bbox=-180,-90,180,90&datetime=2000-01-01").await;
     assert_eq!(status, 200);
 }
+
+/// api.md 4.1 (4): a window's values are read a part at a time as they are
+/// written (parts of about `slab_bytes`, ended at chunk boundaries). Cut
+/// into parts of a few values each (here a row of a step each, which the
+/// one chunk of each array allows, and runs ended at the antimeridian's
+/// gap in columns), every format's answer is byte for byte the answer read
+/// in one part, with two parameters and both time steps.
+#[tokio::test]
+async fn a_window_read_in_parts_is_the_window_read_whole() {
+    let dir = dataset();
+    // A second parameter on the same grid: pr = -tas.
+    let pr: Vec<u8> = (0..2)
+        .flat_map(|t| (0..4).flat_map(move |i| (0..8).map(move |j| -tas(t, i, j) as f32)))
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    common::geo::write_array(
+        dir.path(),
+        "pr",
+        &[2, 4, 8],
+        "float32",
+        &["time", "lat", "lon"],
+        serde_json::json!({"units": "mm"}),
+        &pr,
+    );
+    let serve = |slab_bytes: u64| {
+        let mut cfg = config();
+        cfg.datasets
+            .insert("geo".into(), common::dataset(dir.path().to_string_lossy()));
+        cfg.slab_bytes = slab_bytes;
+        Server::start(cfg)
+    };
+    let whole = serve(16 << 20).await;
+    // 40 bytes: 5 values a part, 2 of each parameter's.
+    let parted = serve(40).await;
+    let outer = "-10%2040,140%2040,140%200,-10%200,-10%2040";
+    let hole = "40%205,50%205,50%2015,40%2015,40%205";
+    let area = format!("area?coords=POLYGON(({outer}),({hole}))");
+    let queries = [
+        area.as_str(),
+        "cube?bbox=-50,-40,50,40",
+        "cube?bbox=-180,-90,180,90&parameter-name=pr,tas",
+        "cube?bbox=-180,-90,180,90&parameter-name=tas&datetime=2000-01-02",
+        "radius?coords=POINT(90%2010)&within=3000",
+    ];
+    let mut compared = 0;
+    for q in queries {
+        // NetCDF answers areas and cubes.
+        let formats = match q.starts_with("radius") {
+            true => &["CoverageJSON", "GeoJSON", "CSV"][..],
+            false => &["CoverageJSON", "GeoJSON", "CSV", "NetCDF"][..],
+        };
+        for f in formats {
+            let path = format!("/v1/datasets/geo/edr/collections/geo/{q}&f={f}");
+            let a = client().get(whole.url(&path)).send().await.unwrap();
+            let b = client().get(parted.url(&path)).send().await.unwrap();
+            assert_eq!((a.status().as_u16(), b.status().as_u16()), (200, 200), "{path}");
+            let (a, b) = (a.bytes().await.unwrap(), b.bytes().await.unwrap());
+            assert!(a.len() > 100, "{path}: {a:?}");
+            assert!(a == b, "{path}: read whole {a:?}\nread in parts {b:?}");
+            compared += 1;
+        }
+    }
+    // The values are the grid's: the first cube's pr and tas, every cell.
+    let url = whole.url("/v1/datasets/geo/edr/collections/geo/cube?bbox=-180,-90,180,90&parameter-name=pr,tas");
+    let doc: Value = client().get(url).send().await.unwrap().json().await.unwrap();
+    let axis = |name: &str| -> Vec<f64> {
+        let values = doc["domain"]["axes"][name]["values"].as_array().unwrap();
+        values.iter().map(|v| v.as_f64().unwrap()).collect()
+    };
+    let cols: Vec<usize> = axis("x")
+        .iter()
+        .map(|x| LONS.iter().position(|l| *l == x.rem_euclid(360.0)).unwrap())
+        .collect();
+    let rows: Vec<usize> = axis("y")
+        .iter()
+        .map(|y| common::geo::LATS.iter().position(|l| l == y).unwrap())
+        .collect();
+    assert_eq!((rows.len(), cols.len()), (4, 8));
+    let (rows, cols) = (&rows, &cols);
+    let want: Vec<f64> = (0..2)
+        .flat_map(move |t| rows.iter().flat_map(move |&i| cols.iter().map(move |&j| tas(t, i, j))))
+        .collect();
+    assert_eq!(values(&doc["ranges"]["tas"]), want);
+    let negated: Vec<f64> = want.iter().map(|v| -v).collect();
+    assert_eq!(values(&doc["ranges"]["pr"]), negated);
+    assert_eq!(compared, 19);
+}

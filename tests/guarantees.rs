@@ -347,7 +347,7 @@ async fn a_first_head_reads_no_chunk_data_when_the_length_is_known() {
 
 /// Every format that streams a large answer, as requests of the whole of
 /// the `big` dataset's `tas`.
-const STREAMED: [(&str, &str); 8] = [
+const STREAMED: [(&str, &str); 12] = [
     ("binary", "/v1/datasets/big/data/tas"),
     ("npy", "/v1/datasets/big/data/tas?format=npy"),
     ("JSON", "/v1/datasets/big/data/tas?format=json"),
@@ -356,6 +356,22 @@ const STREAMED: [(&str, &str); 8] = [
     ("DAP2 .dods", "/v1/datasets/big/dap.dods?tas"),
     ("DAP2 .ascii", "/v1/datasets/big/dap.ascii?tas"),
     ("DAP4 .dap", "/v1/datasets/big/dap4.dap?dap4.ce=/tas"),
+    (
+        "EDR CoverageJSON",
+        "/v1/datasets/big/edr/collections/big/cube?bbox=-180,-90,180,90",
+    ),
+    (
+        "EDR GeoJSON",
+        "/v1/datasets/big/edr/collections/big/cube?bbox=-180,-90,180,90&f=GeoJSON",
+    ),
+    (
+        "EDR CSV",
+        "/v1/datasets/big/edr/collections/big/cube?bbox=-180,-90,180,90&f=CSV",
+    ),
+    (
+        "EDR NetCDF",
+        "/v1/datasets/big/edr/collections/big/cube?bbox=-180,-90,180,90&f=NetCDF",
+    ),
 ];
 
 /// A counter or gauge of `/metrics` without labels, or with exactly `labels`.

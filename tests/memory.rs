@@ -229,7 +229,8 @@ async fn the_worst_request_of_each_family_stays_bounded() {
 /// api.md 4.1 (4): an answer larger than memory allows streams in every
 /// format that streams: with 1 MiB slabs and a 16 MiB slab budget, half of
 /// a 4096 x 4096 float32 grid (32 MiB as binary, three to nine times that
-/// as text) is sent while the process grows by less than the answer.
+/// as text; an EDR cube of it 64 MiB of values, read a part at a time) is
+/// sent while the process grows by less than the answer.
 #[tokio::test]
 async fn streaming_each_format_keeps_memory_below_the_answer() {
     let dir = tempfile::tempdir().unwrap();
@@ -246,6 +247,8 @@ async fn streaming_each_format_keeps_memory_below_the_answer() {
     wait_until_up(&base).await;
     let half = 2048 * 4096 * 4;
     let data = "/v1/datasets/big/data/tas?select=0:2048";
+    // The northern half as an EDR cube: its values are 8 bytes each.
+    let edr = "/v1/datasets/big/edr/collections/big/cube?bbox=-180,0,180,90";
     let formats = [
         ("binary", data.to_string()),
         ("npy", format!("{data}&format=npy")),
@@ -264,6 +267,10 @@ async fn streaming_each_format_keeps_memory_below_the_answer() {
             "DAP4 .dap",
             "/v1/datasets/big/dap4.dap?dap4.ce=/tas%5B0:2047%5D%5B0:4095%5D".to_string(),
         ),
+        ("EDR CoverageJSON", edr.to_string()),
+        ("EDR GeoJSON", format!("{edr}&f=GeoJSON")),
+        ("EDR CSV", format!("{edr}&f=CSV")),
+        ("EDR NetCDF", format!("{edr}&f=NetCDF")),
     ];
     // Warm: metadata and coordinates.
     assert_eq!(fetch(&base, "/v1/datasets/big/data/tas?select=0,0").await.0, 200);

@@ -4,8 +4,11 @@
 //! missing; axes of times and levels are borrowed, never copied per
 //! coverage. What a document holds is the protocol's (EDR) to say.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::io;
 
+use serde::ser::{Error as _, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -78,22 +81,49 @@ pub(crate) struct NdArray<'a> {
 }
 
 /// Values written as they are read: numbers, `null` where missing.
-pub(crate) struct Values<'a>(pub(crate) &'a [f64]);
+pub(crate) enum Values<'a> {
+    /// Held whole.
+    Slice(&'a [f64]),
+    /// `count` pieces, each taken from `from` as it is written.
+    Pieces {
+        from: &'a RefCell<dyn Pieces + 'a>,
+        count: usize,
+    },
+}
+
+/// Where values come from a piece at a time (read while they are written).
+pub(crate) trait Pieces {
+    /// The next piece; an error ends the document short.
+    fn next_piece(&mut self) -> io::Result<Vec<f64>>;
+}
 
 impl Serialize for Values<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|v| v.is_finite().then_some(*v)))
+        let number = |v: &f64| v.is_finite().then_some(*v);
+        match self {
+            Values::Slice(values) => serializer.collect_seq(values.iter().map(number)),
+            Values::Pieces { from, count } => {
+                let mut seq = serializer.serialize_seq(None)?;
+                let mut from = from.borrow_mut();
+                for _ in 0..*count {
+                    for v in &from.next_piece().map_err(S::Error::custom)? {
+                        seq.serialize_element(&number(v))?;
+                    }
+                }
+                seq.end()
+            }
+        }
     }
 }
 
 /// An NdArray of floats over `axis_names` of `shape`.
-pub(crate) fn nd_array<'a>(axis_names: Vec<&'static str>, shape: Vec<usize>, values: &'a [f64]) -> NdArray<'a> {
+pub(crate) fn nd_array<'a>(axis_names: Vec<&'static str>, shape: Vec<usize>, values: Values<'a>) -> NdArray<'a> {
     NdArray {
         kind: "NdArray",
         data_type: "float",
         axis_names,
         shape,
-        values: Values(values),
+        values,
     }
 }
 

@@ -325,8 +325,29 @@ impl NetCdf {
         coordinates: &[(Variable, Bytes)],
         result: &Variable,
     ) -> Result<Self, String> {
+        Self::with_results(dims, globals, coordinates, std::slice::from_ref(result))
+    }
+
+    /// [`NetCdf::new`] with several results, whose elements are streamed
+    /// one after another (every result but the last a whole number of
+    /// 4-byte words, so that no padding lies between them).
+    pub fn with_results(
+        dims: &[(String, u64)],
+        globals: &[Attribute],
+        coordinates: &[(Variable, Bytes)],
+        results: &[Variable],
+    ) -> Result<Self, String> {
+        if results.is_empty() {
+            return Err("a file needs a result variable".into());
+        }
+        if let Some(v) = results[..results.len() - 1]
+            .iter()
+            .find(|v| pad(data_bytes(v, dims)) != 0)
+        {
+            return Err(format!("result '{}' is not a whole number of 4-byte words", v.name));
+        }
         let mut vars: Vec<&Variable> = coordinates.iter().map(|(v, _)| v).collect();
-        vars.push(result);
+        vars.extend(results);
         let sizes: Vec<u64> = vars.iter().map(|v| data_bytes(v, dims)).collect();
         let types = vars
             .iter()
@@ -363,12 +384,12 @@ impl NetCdf {
             head.extend_from_slice(data);
             head.resize(head.len() + pad(data.len() as u64), 0);
         }
-        let result_bytes = sizes[sizes.len() - 1];
-        let tail = vec![0; pad(result_bytes)];
+        let results_bytes: u64 = sizes[coordinates.len()..].iter().sum();
+        let last = sizes[sizes.len() - 1];
         Ok(Self {
-            length: head.len() as u64 + result_bytes + tail.len() as u64,
+            length: head.len() as u64 + results_bytes + pad(last) as u64,
             head: Bytes::from(head),
-            tail: Bytes::from(tail),
+            tail: Bytes::from(vec![0; pad(last)]),
             swap: None,
         })
     }

@@ -511,6 +511,19 @@ impl GeoVariable {
         Selection::parse(&items.join(","))
     }
 
+    /// The extents of a chunk as reads decode it (the inner chunk when
+    /// sharded) along T, Z, Y and X (1 along an axis it lacks).
+    pub fn cell_chunk(&self) -> Result<[u64; 4]> {
+        let shape = self.node.array()?.codecs.read_chunk_shape();
+        let along = |d: Option<usize>| d.and_then(|d| shape.get(d).copied()).unwrap_or(1);
+        Ok([
+            along(self.grid.t_dim),
+            along(self.grid.z_dim),
+            along(Some(self.grid.y_dim)),
+            along(Some(self.grid.x_dim)),
+        ])
+    }
+
     /// The dimensions a cell read keeps, in the order T, Z, Y, X.
     fn cell_axes(&self) -> Vec<usize> {
         [

@@ -25,6 +25,7 @@ mod slab;
 mod stream;
 
 pub(crate) mod cache;
+pub(crate) mod cell_parts;
 pub(crate) mod coordinate;
 pub(crate) mod decode_pool;
 pub(crate) mod geo;

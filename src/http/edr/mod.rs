@@ -10,6 +10,7 @@
 //! through the one read path; `output` writes what was read.
 
 mod output;
+mod parts;
 mod query;
 mod wkt;
 pub(crate) use wkt::check_parse as check_wkt;

@@ -3,10 +3,13 @@
 //! formats are written by `encode` (`coverage_json`, `geojson`, `text`
 //! for CSV cells, `netcdf`).
 //!
-//! The values are read whole (held under the answer budget); the answer is
-//! written from them on a blocking thread straight into the response body,
-//! a piece at a time: no document tree, no whole text in memory.
+//! A window's values are read a part at a time as they are written
+//! (`parts`); points' and trajectories' are read whole (held under the
+//! answer budget). The answer is written on a blocking thread straight into
+//! the response body, a piece at a time: no document tree, no whole text
+//! in memory.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -14,14 +17,19 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::parts::Order;
 use super::query::{Extract, Shape};
 use super::{coverage_parameter, crs_uri, text_attribute, Collection};
-use crate::encode::coverage_json::{nd_array, Axis, Coverage, CoverageCollection, Document, Domain, Referencing};
+use crate::encode::coverage_json::{
+    nd_array, Axis, Coverage, CoverageCollection, Document, Domain, Pieces, Referencing, Values,
+};
 use crate::encode::geojson::{number, FeatureCollection};
 use crate::encode::netcdf::{Attribute, NcType, NetCdf, Variable};
 use crate::encode::text::{csv_cell, write_float, Style};
 use crate::encode::Encoder;
-use crate::engine::geo::Crs;
+use crate::engine::geo::region::CellWindow;
+use crate::engine::geo::{Crs, GeoGrid};
+use crate::engine::GeoVariable;
 use crate::http::respond::Ready;
 use crate::http::{ApiError, ChannelWriter};
 
@@ -65,21 +73,34 @@ impl Format {
         }
     }
 
-    /// Whether the writer copies the values of every parameter but the
-    /// last (a NetCDF file's head holds them big-endian; the last is
-    /// streamed, as text is).
-    pub(super) fn copies(self) -> u64 {
+    /// Whether the format lists a window's cells each with every time and
+    /// level (GeoJSON's features), not a step at a time.
+    pub(super) fn by_cell(self) -> bool {
+        self == Format::GeoJson
+    }
+
+    /// The order it writes a window's values in: each parameter's in turn
+    /// (CoverageJSON's ranges in name order, NetCDF's variables as listed),
+    /// or every parameter's a part at a time (CSV rows, GeoJSON features).
+    fn order(self, vars: &[GeoVariable]) -> Order {
+        let mut each: Vec<usize> = (0..vars.len()).collect();
         match self {
-            Format::NetCdf => 1,
-            _ => 0,
+            Format::CoverageJson => {
+                each.sort_by_key(|&v| Collection::name(&vars[v]));
+                Order::ByVariable(each)
+            }
+            Format::NetCdf => Order::ByVariable(each),
+            Format::Csv | Format::GeoJson => Order::ByPart,
         }
     }
 }
 
 /// The response: the body in `format`, written on a blocking thread as
 /// it is sent; `held` (the values' share of the answer budget) is released
-/// when the last byte is written.
-pub(super) fn respond(format: Format, extract: Extract, ready: Ready) -> Result<Response, ApiError> {
+/// when the last byte is written. A window's first part is read before the
+/// status line: a failure there is an error answer, later ones end the
+/// body short.
+pub(super) async fn respond(format: Format, mut extract: Extract, ready: Ready) -> Result<Response, ApiError> {
     // The file's head, before the status: what fails there is an error answer.
     let file = match format {
         Format::NetCdf => Some(netcdf_file(&extract)?),
@@ -90,8 +111,10 @@ pub(super) fn respond(format: Format, extract: Extract, ready: Ready) -> Result<
     if ready.is_head() {
         return Ok(ready.stream(axum::body::Body::empty()));
     }
+    if let Shape::Grid { parts, .. } = &mut extract.shape {
+        parts.get_mut().start(format.order(&extract.vars)).await?;
+    }
     let (mut writer, body) = ChannelWriter::new();
-    let mut extract = extract;
     tokio::task::spawn_blocking(move || {
         let _held = extract.held.take();
         let written = match format {
@@ -181,7 +204,7 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
                         .zip(values)
                         .map(|(name, v)| {
                             let mine = &v[p * steps..(p + 1) * steps];
-                            (name, nd_array(axis_names.clone(), shape.clone(), mine))
+                            (name, nd_array(axis_names.clone(), shape.clone(), Values::Slice(mine)))
                         })
                         .collect();
                     Coverage {
@@ -212,9 +235,7 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
                 }),
             }
         }
-        Shape::Grid {
-            xs, ys, values, grid, ..
-        } => {
+        Shape::Grid { xs, ys, grid, parts } => {
             let mut axes = BTreeMap::new();
             // Longitudes as −180..180, as clients subset them.
             let wrap = |x: f64| match grid.crs {
@@ -241,9 +262,14 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
             }
             axis_names.extend(["y", "x"]);
             shape.extend([ys.len(), xs.len()]);
+            // Each parameter's values, a part at a time, in name order.
+            let count = parts.borrow().list.len();
+            let from: &RefCell<dyn Pieces> = &**parts;
             let ranges = names()
-                .zip(values)
-                .map(|(name, v)| (name, nd_array(axis_names.clone(), shape.clone(), v)))
+                .map(|name| {
+                    let values = Values::Pieces { from, count };
+                    (name, nd_array(axis_names.clone(), shape.clone(), values))
+                })
                 .collect();
             Document::One(Coverage {
                 kind: "Coverage",
@@ -290,7 +316,7 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
             let refs = referencing(&Crs::Crs84, nt > 0, nz > 0);
             let ranges = names()
                 .zip(values)
-                .map(|(name, v)| (name, nd_array(vec!["composite"], vec![steps.len()], v)))
+                .map(|(name, v)| (name, nd_array(vec!["composite"], vec![steps.len()], Values::Slice(v))))
                 .collect();
             Document::One(Coverage {
                 kind: "Coverage",
@@ -335,34 +361,45 @@ fn step_labels(extract: &Extract) -> (Vec<Option<&str>>, Vec<Option<f64>>) {
 }
 
 /// Every row, location after location (the order GeoJSON groups them in):
-/// `f` is called with one location's rows at a time.
-fn for_each_location(extract: &Extract, mut f: impl FnMut(f64, f64, &[Row<'_>]) -> io::Result<()>) -> io::Result<()> {
+/// `f` is called with one location's rows at a time, and the values they
+/// point into.
+fn for_each_location(
+    extract: &Extract,
+    mut f: impl FnMut(f64, f64, &[Row<'_>], &[Vec<f64>]) -> io::Result<()>,
+) -> io::Result<()> {
     let (times, levels) = step_labels(extract);
     let mut rows = Vec::new();
     match &extract.shape {
-        Shape::Grid {
-            grid, window, inside, ..
-        } => {
-            let cells = inside.len();
-            for (k, lon, lat) in inside_cells(grid, window, inside) {
-                rows.clear();
-                push_steps(&mut rows, (lon, lat), (&times, &levels), |step| step * cells + k);
-                f(lon, lat, &rows)?;
+        // A part at a time, each of whole cells (every step of each).
+        Shape::Grid { grid, parts, .. } => {
+            let mut parts = parts.borrow_mut();
+            for p in 0..parts.list.len() {
+                let values = parts.next()?;
+                let part = &parts.list[p];
+                let cells = part.rows.len() * part.cols.len();
+                for (k, r, c) in parts.inside(part) {
+                    let Some((lon, lat)) = lon_lat(grid, &parts.window, r, c) else {
+                        continue;
+                    };
+                    rows.clear();
+                    push_steps(&mut rows, (lon, lat), (&times, &levels), |step| step * cells + k);
+                    f(lon, lat, &rows, &values)?;
+                }
             }
             Ok(())
         }
         // Few places (a URL's worth): places at the same position are one
         // location, in the order they first appear; their rows are made
         // a location at a time.
-        Shape::Points { points, .. } => {
+        Shape::Points { points, values } => {
             let steps = times.len() * levels.len();
             for_each_group(
                 points,
                 |p, rows| push_steps(rows, points[p], (&times, &levels), |step| p * steps + step),
-                &mut f,
+                &mut |lon, lat, rows| f(lon, lat, rows, values),
             )
         }
-        Shape::Trajectory { steps, .. } => {
+        Shape::Trajectory { steps, values } => {
             let places: Vec<(f64, f64)> = steps.iter().map(|s| (s.x, s.y)).collect();
             for_each_group(
                 &places,
@@ -376,7 +413,7 @@ fn for_each_location(extract: &Extract, mut f: impl FnMut(f64, f64, &[Row<'_>]) 
                         at: k,
                     });
                 },
-                &mut f,
+                &mut |lon, lat, rows| f(lon, lat, rows, values),
             )
         }
     }
@@ -413,70 +450,68 @@ fn for_each_group<'a>(
 }
 
 /// Every row in the order CSV lists them: per step then location for a
-/// grid, per place then step otherwise.
-fn for_each_row<'a>(extract: &'a Extract, mut f: impl FnMut(Row<'a>) -> io::Result<()>) -> io::Result<()> {
+/// grid, per place then step otherwise; `f` gets each with the values it
+/// points into.
+fn for_each_row<'a>(extract: &'a Extract, mut f: impl FnMut(Row<'a>, &[Vec<f64>]) -> io::Result<()>) -> io::Result<()> {
     let (times, levels) = step_labels(extract);
     match &extract.shape {
-        Shape::Points { points, .. } => {
+        Shape::Points { points, values } => {
             let steps = times.len() * levels.len();
             let mut rows = Vec::with_capacity(steps);
             for (p, &place) in points.iter().enumerate() {
                 rows.clear();
                 push_steps(&mut rows, place, (&times, &levels), |step| p * steps + step);
-                rows.drain(..).try_for_each(&mut f)?;
+                rows.drain(..).try_for_each(|row| f(row, values))?;
             }
         }
-        Shape::Grid {
-            grid, window, inside, ..
-        } => {
-            let cells = inside.len();
-            for (ti, t) in times.iter().enumerate() {
-                for (zi, z) in levels.iter().enumerate() {
-                    let step = ti * levels.len() + zi;
-                    for (k, lon, lat) in inside_cells(grid, window, inside) {
-                        let at = step * cells + k;
-                        f(Row {
-                            lon,
-                            lat,
-                            t: *t,
-                            z: *z,
-                            at,
-                        })?;
+        // A part at a time: a run of steps, or of rows of one step.
+        Shape::Grid { grid, parts, .. } => {
+            let mut parts = parts.borrow_mut();
+            for p in 0..parts.list.len() {
+                let values = parts.next()?;
+                let part = &parts.list[p];
+                let cells = part.rows.len() * part.cols.len();
+                for (ti, t) in part.times.clone().enumerate() {
+                    for (zi, z) in part.levels.clone().enumerate() {
+                        let step = ti * part.levels.len() + zi;
+                        for (k, r, c) in parts.inside(part) {
+                            let Some((lon, lat)) = lon_lat(grid, &parts.window, r, c) else {
+                                continue;
+                            };
+                            let row = Row {
+                                lon,
+                                lat,
+                                t: times[t],
+                                z: levels[z],
+                                at: step * cells + k,
+                            };
+                            f(row, &values)?;
+                        }
                     }
                 }
             }
         }
-        Shape::Trajectory { steps, .. } => {
+        Shape::Trajectory { steps, values } => {
             for (k, s) in steps.iter().enumerate() {
-                f(Row {
+                let row = Row {
                     lon: s.x,
                     lat: s.y,
                     t: s.t.and_then(|t| extract.times.as_ref().map(|ts| ts[t].as_str())),
                     z: s.z.and_then(|z| extract.levels.as_ref().map(|zs| zs[z])),
                     at: k,
-                })?;
+                };
+                f(row, values)?;
             }
         }
     }
     Ok(())
 }
 
-/// The cells of a window inside its region, with their CRS84 centres
-/// (longitudes in −180..180): `(index in the window, lon, lat)`.
-fn inside_cells<'a>(
-    grid: &'a crate::engine::geo::GeoGrid,
-    window: &'a crate::engine::geo::region::CellWindow,
-    inside: &'a [bool],
-) -> impl Iterator<Item = (usize, f64, f64)> + 'a {
-    let width = window.cols.len();
-    inside
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| **i)
-        .filter_map(move |(k, _)| {
-            let (lon, lat) = grid.centre(window.cols[k % width], window.rows[k / width]).1?;
-            Some((k, (lon + 180.0).rem_euclid(360.0) - 180.0, lat))
-        })
+/// The CRS84 centre of the window's cell at row and column positions `r`
+/// and `c` (longitude in −180..180), if it has one.
+fn lon_lat(grid: &GeoGrid, window: &CellWindow, r: usize, c: usize) -> Option<(f64, f64)> {
+    let (lon, lat) = grid.centre(window.cols[c], window.rows[r]).1?;
+    Some(((lon + 180.0).rem_euclid(360.0) - 180.0, lat))
 }
 
 /// One row of `place` per step (`[t][z]`), its values at `at(step)`.
@@ -500,20 +535,12 @@ fn push_steps<'a>(
     }
 }
 
-/// The values of every variable, per variable.
-fn values(extract: &Extract) -> &[Vec<f64>] {
-    match &extract.shape {
-        Shape::Points { values, .. } | Shape::Grid { values, .. } | Shape::Trajectory { values, .. } => values,
-    }
-}
-
 /// A FeatureCollection: one Feature per location, its values (a list over
 /// the steps when there are several) in `properties`.
 fn geo_json(extract: &Extract, w: &mut impl Write) -> io::Result<()> {
     let names: Vec<&str> = extract.vars.iter().map(Collection::name).collect();
-    let values = values(extract);
     let mut features = FeatureCollection::start(w)?;
-    for_each_location(extract, |lon, lat, rows| {
+    for_each_location(extract, |lon, lat, rows, values| {
         features.point(lon, lat, |properties| {
             if extract.times.is_some() {
                 properties.values("datetime", rows.len(), |w, i| Ok(serde_json::to_writer(w, &rows[i].t)?))?;
@@ -548,10 +575,9 @@ fn csv(extract: &Extract, w: &mut impl Write) -> io::Result<()> {
     header.extend(names.iter().map(String::as_str));
     w.write_all(header.join(",").as_bytes())?;
     w.write_all(b"\n")?;
-    let values = values(extract);
     let mut row = Vec::with_capacity(256);
     let number = |row: &mut Vec<u8>, v: f64| write_float(row, v, v, Style::Csv);
-    for_each_row(extract, |r| {
+    for_each_row(extract, |r, values| {
         row.clear();
         number(&mut row, r.lon);
         row.push(b',');
@@ -573,28 +599,30 @@ fn csv(extract: &Extract, w: &mut impl Write) -> io::Result<()> {
     })
 }
 
-/// Write the file `netcdf_file` describes: its head, the last parameter's
-/// values (big-endian, a piece at a time) and its tail.
+/// Write the file `netcdf_file` describes: its head, then each parameter's
+/// values (big-endian, a part at a time) and the tail.
 fn netcdf(file: &NetCdf, extract: &Extract, w: &mut impl Write) -> io::Result<()> {
+    let Shape::Grid { parts, .. } = &extract.shape else {
+        return Err(io::Error::other("f=NetCDF answers area and cube queries"));
+    };
     w.write_all(&file.head())?;
-    let last = values(extract).last().map_or(&[][..], Vec::as_slice);
+    let mut parts = parts.borrow_mut();
     let mut piece = Vec::with_capacity(1 << 20);
-    for part in last.chunks(1 << 17) {
-        piece.clear();
-        piece.extend(part.iter().flat_map(|x| x.to_be_bytes()));
-        w.write_all(&piece)?;
+    for _ in 0..extract.vars.len() * parts.list.len() {
+        for values in parts.next_one()?.chunks(1 << 17) {
+            piece.clear();
+            piece.extend(values.iter().flat_map(|x| x.to_be_bytes()));
+            w.write_all(&piece)?;
+        }
     }
     w.write_all(&file.tail())
 }
 
 /// An area or cube as a netCDF file: `lon`/`lat` (or `x`/`y`), `time` (seconds
-/// since 1970-01-01) and `z` coordinates, and one variable per parameter
-/// (all but the last written into the file's head; the last is streamed).
+/// since 1970-01-01) and `z` coordinates in its head, and one variable per
+/// parameter, streamed.
 fn netcdf_file(extract: &Extract) -> Result<NetCdf, ApiError> {
-    let Shape::Grid {
-        xs, ys, values, grid, ..
-    } = &extract.shape
-    else {
+    let Shape::Grid { xs, ys, grid, .. } = &extract.shape else {
         return Err(ApiError::BadRequest("f=NetCDF answers area and cube queries".into()));
     };
     let geographic = grid.crs == Crs::Crs84;
@@ -661,13 +689,10 @@ fn netcdf_file(extract: &Extract) -> Result<NetCdf, ApiError> {
     };
     coordinate(&xn, &xs, axis_attributes(true));
     let all_dims: Vec<usize> = (0..dims.len()).collect();
-    let count = extract.vars.len();
-    let mut data_vars: Vec<(Variable, Bytes)> = extract
+    let results: Vec<Variable> = extract
         .vars
         .iter()
-        .zip(values)
-        .enumerate()
-        .map(|(i, (var, v))| {
+        .map(|var| {
             let attributes = var.node.attributes();
             let mut attrs = Vec::new();
             for name in ["units", "long_name", "standard_name"] {
@@ -675,18 +700,14 @@ fn netcdf_file(extract: &Extract) -> Result<NetCdf, ApiError> {
                     attrs.push(Attribute::text(name, &text));
                 }
             }
-            let variable = Variable {
+            Variable {
                 name: Collection::name(var).to_string(),
                 dims: all_dims.clone(),
                 nc_type: NcType::Double,
                 attributes: attrs,
-            };
-            // The last is streamed, not held in the head.
-            (variable, if i + 1 < count { doubles(v) } else { Bytes::new() })
+            }
         })
         .collect();
-    let (last, _) = data_vars.pop().expect("at least one parameter");
-    whole.extend(data_vars);
-    NetCdf::new(&dims, &[Attribute::text("Conventions", "CF-1.8")], &whole, &last)
+    NetCdf::with_results(&dims, &[Attribute::text("Conventions", "CF-1.8")], &whole, &results)
         .map_err(|e| ApiError::Engine(crate::engine::Error::Internal(e)))
 }

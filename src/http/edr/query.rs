@@ -2,6 +2,7 @@
 //! cells, and those cells read CF-decoded through the engine, every
 //! variable the same way. The size is checked before anything is read.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -12,12 +13,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use super::output::{self, Format};
+use super::parts::Parts;
 use super::wkt::{self, Geometry, Vertex};
 use super::{find_collection, Collection};
 use crate::engine::geo::region::{in_rings, CellWindow};
 use crate::engine::geo::GeoGrid;
 use crate::engine::labels::{Label, Method};
-use crate::engine::{Along, AxisPick, CellRead, Dataset, Error, GeoVariable, ReadPlan, Versions};
+use crate::engine::{Along, AxisPick, CellPart, CellRead, Dataset, Error, GeoVariable, ReadPlan, Versions};
 use crate::http::respond::{Answer, Checked};
 use crate::http::{ApiError, AppState};
 use crate::identity::Caller;
@@ -43,14 +45,12 @@ pub(super) enum Shape {
         values: Vec<Vec<f64>>,
     },
     /// A window of the grid (centres in the grid's CRS, and in CRS84 per
-    /// cell): per variable, values `[t][z][y][x]`, NaN outside the region.
+    /// cell), its values read a part at a time as they are written.
     Grid {
         xs: Vec<f64>,
         ys: Vec<f64>,
-        inside: Vec<bool>,
-        values: Vec<Vec<f64>>,
         grid: Arc<GeoGrid>,
-        window: CellWindow,
+        parts: Box<RefCell<Parts>>,
     },
     /// Steps along a trajectory: per step its centre, time and level
     /// indices into `times` / `levels`; per variable a value per step.
@@ -140,13 +140,12 @@ pub(super) async fn answer(
     let grid = vars[0].grid.clone();
     let times = times(&vars[0], params.get("datetime"))?;
     let levels = levels(&vars[0], params.get("z"))?;
-    let request = Request {
+    let mut request = Request {
         dataset,
         vars,
         times,
         levels,
         limit: state.max_response_bytes,
-        copies: format.copies(),
     };
     let job = match query.as_str() {
         "position" => request.points(&grid, &points(&params, "position")?)?,
@@ -158,10 +157,16 @@ pub(super) async fn answer(
             };
             let too_many = |cells| request.refuse(cells).expect_err("more cells than allowed");
             let window = window(&grid, &query, &params, &limits, too_many)?;
-            request.window(grid, window)?
+            request.window(grid, window, format)?
         }
     };
-    let plans = request.plan(&job.reads).await?;
+    let plans = match &job.places {
+        Places::Window(.., parts) => {
+            let reads: Vec<&CellRead> = parts.iter().map(|p| &p.read).collect();
+            request.plan(reads).await?
+        }
+        _ => request.plan(&job.reads).await?,
+    };
     let (times, levels) = request.labels();
     let mut described = Answer::new(&state, dataset, "edr", format.media_type())
         .key(&c)
@@ -177,10 +182,31 @@ pub(super) async fn answer(
         Checked::Answered(response) => return Ok(response),
         Checked::Read(ready) => ready,
     };
-    let held = request.hold(job.values).await?;
-    let values = request.read(&plans, ready.versions()).await?;
-    drop(plans);
-    output::respond(format, request.extract(job, values, held), ready)
+    let held = request.hold(&job).await?;
+    let pinned = ready.versions();
+    let shape = match job.places {
+        Places::Window(grid, window, list) => Shape::Grid {
+            xs: window.cols.iter().map(|&c| grid.x.centre(c)).collect(),
+            ys: window.rows.iter().map(|&r| grid.y.centre(r)).collect(),
+            grid,
+            parts: Box::new(RefCell::new(Parts::new(
+                list,
+                window,
+                (request.dataset, &request.vars),
+                (plans, pinned),
+                state.metrics.clone(),
+            ))),
+        },
+        Places::Points(cells) => Shape::Points {
+            values: request.read(&plans, pinned).await?,
+            points: cells.iter().map(|&c| request.centre(c)).collect(),
+        },
+        Places::Trajectory => {
+            let values = request.read(&plans, pinned).await?;
+            request.trajectory_shape(&job.reads, values)
+        }
+    };
+    output::respond(format, request.extract(shape, held), ready).await
 }
 
 /// The variables `names` picks, which must share one grid; without
@@ -417,9 +443,6 @@ struct Request<'a> {
     times: Option<Vec<u64>>,
     levels: Option<Vec<u64>>,
     limit: u64,
-    /// Whether the format copies every parameter's values but the last
-    /// ([`Format::copies`]).
-    copies: u64,
 }
 
 impl Request<'_> {
@@ -427,17 +450,20 @@ impl Request<'_> {
         self.times.as_ref().map_or(1, |t| t.len() as u64) * self.levels.as_ref().map_or(1, |z| z.len() as u64)
     }
 
-    /// The values' memory, once the answer is to be read: `values`
-    /// values of each variable (and the format's copy of them) are held
-    /// whole until written, under the answer budget (`slab_budget_bytes`).
-    async fn hold(&self, values: u64) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
-        let held = self.refuse_values(values)?;
+    /// The values' memory, once the answer is to be read, held under the
+    /// answer budget (`slab_budget_bytes`) until written: every value of
+    /// points and trajectories; three parts of a window (one read, one
+    /// queued, one written).
+    async fn hold(&self, job: &Job) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        let held = match &job.places {
+            Places::Window(.., parts) => self.held_bytes(Parts::most_values(parts)).saturating_mul(3) / 2,
+            _ => self.refuse_whole(job.values)?,
+        };
         Ok(self.dataset.resources().hold_answer_bytes(held as usize).await?)
     }
 
-    /// The bytes `cells` cells' values hold while read and written, or
-    /// 413: above `max_response_bytes` (counted as a region read counts
-    /// them), or above the whole answer budget.
+    /// The answer's size for `cells` cells at every step, or 413 above
+    /// `max_response_bytes` (counted as a region read counts them).
     fn refuse(&self, cells: u64) -> Result<u64, ApiError> {
         self.refuse_values(cells.saturating_mul(self.steps()))
     }
@@ -451,17 +477,28 @@ impl Request<'_> {
                 limit: self.limit,
             });
         }
-        // The values, as much again while they are read (the stored
-        // elements, then each decoded to f64), and the format's copy.
-        let copied = requested / self.vars.len() as u64 * (self.vars.len() as u64 - 1) * self.copies;
-        let held = requested.saturating_mul(2).saturating_add(copied);
+        Ok(requested)
+    }
+
+    /// The bytes `values` values of each variable hold while read: the
+    /// values, and as much again (the stored elements, then each decoded
+    /// to f64).
+    fn held_bytes(&self, values: u64) -> u64 {
+        values.saturating_mul(self.vars.len() as u64).saturating_mul(16)
+    }
+
+    /// The bytes of points' or a trajectory's `values` values (read whole),
+    /// or 413: above `max_response_bytes`, or above the answer budget.
+    fn refuse_whole(&self, values: u64) -> Result<u64, ApiError> {
+        self.refuse_values(values)?;
+        let held = self.held_bytes(values);
         let budget = self.dataset.resources().slab_budget_bytes();
         if held > budget {
             return Err(ApiError::Rejected(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
                     "the answer's values would hold {held} bytes in memory, more than slab_budget_bytes = {budget}; \
-                     EDR answers are read whole: ask for a smaller region, fewer times or fewer parameters"
+                     position and trajectory answers are read whole: ask for fewer places, times or parameters"
                 ),
             ));
         }
@@ -483,8 +520,8 @@ impl Request<'_> {
     }
 
     /// Plan `reads` of every variable: per read, per variable.
-    async fn plan(&self, reads: &[CellRead]) -> Result<Vec<Vec<ReadPlan>>, Error> {
-        let mut out = Vec::with_capacity(reads.len());
+    async fn plan<'r>(&self, reads: impl IntoIterator<Item = &'r CellRead>) -> Result<Vec<Vec<ReadPlan>>, Error> {
+        let mut out = Vec::new();
         for read in reads {
             let mut each = Vec::with_capacity(self.vars.len());
             for var in &self.vars {
@@ -532,7 +569,7 @@ impl Request<'_> {
     /// A position query: the cell of each point (413 before any read).
     fn points(&self, grid: &GeoGrid, points: &[Vertex]) -> Result<Job, ApiError> {
         let cells: Vec<(u64, u64)> = points.iter().map(|p| cell_of(grid, p)).collect::<Result<_, _>>()?;
-        self.refuse(cells.len() as u64)?;
+        self.refuse_whole(cells.len() as u64 * self.steps())?;
         let reads = cells
             .iter()
             .map(|&(col, row)| CellRead {
@@ -549,19 +586,28 @@ impl Request<'_> {
         })
     }
 
-    /// An area, radius, cube or corridor query: its window of cells.
-    fn window(&self, grid: Arc<GeoGrid>, window: CellWindow) -> Result<Job, ApiError> {
+    /// An area, radius, cube or corridor query: its window of cells, cut
+    /// into parts of about `slab_bytes` of values in the order `format`
+    /// writes them.
+    fn window(&self, grid: Arc<GeoGrid>, window: CellWindow, format: Format) -> Result<Job, ApiError> {
         self.refuse(window.inside.len() as u64)?;
-        let reads = vec![CellRead {
+        let whole = CellRead {
             cols: window.cols.clone(),
             rows: window.rows.clone(),
             times: self.times.clone(),
             levels: self.levels.clone(),
-        }];
+        };
+        let slab_bytes = self.dataset.resources().read.slab_bytes;
+        let most = slab_bytes / 8 / self.vars.len() as u64;
+        let chunks = self.vars[0].cell_chunk()?;
+        let parts = match format.by_cell() {
+            true => whole.parts_by_cell(most, chunks),
+            false => whole.parts_by_step(most, chunks),
+        };
         Ok(Job {
-            values: window.inside.len() as u64 * self.steps(),
-            places: Places::Window(grid, window),
-            reads,
+            values: whole.values(),
+            places: Places::Window(grid, Arc::new(window), parts),
+            reads: vec![whole],
         })
     }
 
@@ -606,7 +652,7 @@ impl Request<'_> {
         let steps = |r: &CellRead| r.times.as_ref().map_or(1, Vec::len) * r.levels.as_ref().map_or(1, Vec::len);
         // Each step is a cell of its own.
         let values = reads.iter().map(steps).sum::<usize>() as u64;
-        self.refuse_values(values)?;
+        self.refuse_whole(values)?;
         Ok(Job {
             values,
             places: Places::Trajectory,
@@ -614,39 +660,17 @@ impl Request<'_> {
         })
     }
 
-    /// What was read, placed: `values` per variable, in the order of the
-    /// job's reads.
-    fn extract(mut self, job: Job, mut values: Vec<Vec<f64>>, held: Option<OwnedSemaphorePermit>) -> Extract {
-        let shape = match job.places {
-            Places::Points(cells) => Shape::Points {
-                points: cells.iter().map(|&c| self.centre(c)).collect(),
-                values,
-            },
-            Places::Window(grid, window) => {
-                let cells = window.inside.len();
-                for v in &mut values {
-                    for (k, value) in v.iter_mut().enumerate() {
-                        if !window.inside[k % cells] {
-                            *value = f64::NAN;
-                        }
-                    }
-                }
-                Shape::Grid {
-                    xs: window.cols.iter().map(|&c| grid.x.centre(c)).collect(),
-                    ys: window.rows.iter().map(|&r| grid.y.centre(r)).collect(),
-                    inside: window.inside.clone(),
-                    values,
-                    grid,
-                    window,
-                }
-            }
-            Places::Trajectory => {
-                let (steps, times, levels) = self.steps_of(&job.reads);
-                self.times = times;
-                self.levels = levels;
-                Shape::Trajectory { steps, values }
-            }
-        };
+    /// A trajectory's `values`, placed at its steps: the times and levels
+    /// become the union of those its `reads` picked.
+    fn trajectory_shape(&mut self, reads: &[CellRead], values: Vec<Vec<f64>>) -> Shape {
+        let (steps, times, levels) = self.steps_of(reads);
+        self.times = times;
+        self.levels = levels;
+        Shape::Trajectory { steps, values }
+    }
+
+    /// What was read, at its places and labelled.
+    fn extract(self, shape: Shape, held: Option<OwnedSemaphorePermit>) -> Extract {
         let (times, levels) = self.labels();
         Extract {
             vars: self.vars,
@@ -698,8 +722,8 @@ impl Request<'_> {
 enum Places {
     /// One cell a point.
     Points(Vec<(u64, u64)>),
-    /// A window of the grid.
-    Window(Arc<GeoGrid>, CellWindow),
+    /// A window of the grid, and the parts it is read in.
+    Window(Arc<GeoGrid>, Arc<CellWindow>, Vec<CellPart>),
     /// One cell a vertex, with its own times and levels (in the reads).
     Trajectory,
 }
@@ -738,13 +762,9 @@ impl Job {
             list(&mut out, read.times.as_deref().unwrap_or(&[u64::MAX]));
             list(&mut out, read.levels.as_deref().unwrap_or(&[u64::MAX]));
         }
-        if let Places::Window(_, window) = &self.places {
-            for bits in window.inside.chunks(8) {
-                out.push(
-                    bits.iter()
-                        .enumerate()
-                        .fold(0u8, |b, (i, &inside)| b | (u8::from(inside) << i)),
-                );
+        if let Places::Window(_, window, _) = &self.places {
+            for word in window.inside.words() {
+                out.extend(word.to_le_bytes());
             }
         }
         out

@@ -19,7 +19,52 @@ pub struct CellWindow {
     /// The rows.
     pub rows: Vec<u64>,
     /// Per cell of the window, row-major: inside the region.
-    pub inside: Vec<bool>,
+    pub inside: CellMask,
+}
+
+/// A bit per cell of a window, row-major: which cells lie in a region (a
+/// window of a hundred million cells takes 12 MiB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellMask {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl CellMask {
+    /// `len` cells, none set.
+    pub fn new(len: usize) -> Self {
+        Self {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
+    }
+
+    /// Its cells.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no cell.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether cell `i` is set.
+    pub fn get(&self, i: usize) -> bool {
+        debug_assert!(i < self.len);
+        self.words[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    /// Set cell `i`.
+    pub fn set(&mut self, i: usize) {
+        debug_assert!(i < self.len);
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+
+    /// The bits, 64 cells a word (the first cell the lowest bit).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
 }
 
 /// Whether (`x`, `y`) is inside the polygon of `rings` (an outer ring and
@@ -125,8 +170,8 @@ impl GeoGrid {
             Crs::Crs84 => Some((self.x.centre(c), self.y.centre(r))),
             Crs::Projected(p) => p.inverse(self.x.centre(c), self.y.centre(r)),
         };
-        // Which candidate cells are inside: one byte each, no list of them.
-        let mut hit = vec![false; cols.len() * rows.len()];
+        // Which candidate cells are inside: one bit each, no list of them.
+        let mut hit = CellMask::new(cols.len() * rows.len());
         let mut col_hit = vec![false; cols.len()];
         let (mut r0, mut r1) = (u64::MAX, 0);
         for (i, &r) in rows.iter().enumerate() {
@@ -134,7 +179,7 @@ impl GeoGrid {
                 let Some((lon, lat)) = lonlat(c, r) else { continue };
                 let near = in_lon(lon) && (south..=north).contains(&lat);
                 if near && [lon, lon + 360.0, lon - 360.0].iter().any(|&l| inside(l, lat)) {
-                    hit[i * cols.len() + j] = true;
+                    hit.set(i * cols.len() + j);
                     col_hit[j] = true;
                     (r0, r1) = (r0.min(r), r1.max(r));
                 }
@@ -169,11 +214,11 @@ impl GeoGrid {
         for (k, &c) in window_cols.iter().enumerate() {
             at_column[c as usize] = k;
         }
-        let mut mask = vec![false; width * window_rows.len()];
+        let mut mask = CellMask::new(width * window_rows.len());
         for (i, &r) in rows.iter().enumerate() {
             for (j, &c) in cols.iter().enumerate() {
-                if hit[i * cols.len() + j] {
-                    mask[(r - r0) as usize * width + at_column[c as usize]] = true;
+                if hit.get(i * cols.len() + j) {
+                    mask.set((r - r0) as usize * width + at_column[c as usize]);
                 }
             }
         }

@@ -46,7 +46,7 @@ pub use query::node::Node;
 pub use query::plan::{ReadOptions, ReadPlan};
 pub use query::selection::{DimSelection, SelectValue, Selection};
 pub use read::cache::{CacheOptions, CacheStats, Caches};
-pub use read::cell_parts::CellPart;
+pub use read::cell_parts::{CellPart, PartSize};
 pub use read::coordinate::{ColumnLabels, CoordinateValues, LabelColumn, ResultDimension};
 pub use read::geo::{Along, AxisPick, CellRead, GeoVariable, Raster, RasterPlacement};
 pub use read::hierarchy::{Child, Dataset};

@@ -172,6 +172,15 @@ impl ChannelWriter {
         (writer, channel_body(rx))
     }
 
+    /// What completes once the body is gone (the client left, or the
+    /// response was dropped): a reader feeding this writer can stop then
+    /// instead of at the writer's next write. Holds the body open until it
+    /// is dropped.
+    pub(crate) fn gone(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let tx = self.tx.clone();
+        async move { tx.closed().await }
+    }
+
     /// Send what is left, or end the body short with `failed`.
     pub(crate) fn finish(mut self, failed: std::io::Result<()>) {
         let last = failed.and_then(|()| std::io::Write::flush(&mut self));

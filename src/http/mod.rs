@@ -54,7 +54,7 @@ pub use problem::ApiError;
 pub use serve::serve;
 use state::check_token;
 pub use state::AppState;
-pub(crate) use state::{absolute, origin};
+pub(crate) use state::{absolute, origin, url_path, url_segment};
 
 /// The application: every route of the v1 contract with its middleware.
 pub fn app(state: Arc<AppState>) -> Router {

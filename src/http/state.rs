@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{header, HeaderMap, HeaderValue};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::{dap2, dap4, ApiError};
 use crate::config::Config;
@@ -335,6 +336,23 @@ pub(super) fn check_token(token: Option<&str>, headers: &HeaderMap) -> Result<()
     } else {
         Err(ApiError::Forbidden)
     }
+}
+
+/// What a path segment keeps unescaped in a URL (RFC 3986 unreserved).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// A slash-separated path with each segment percent-encoded.
+pub(crate) fn url_path(path: &str) -> String {
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(url_segment)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// One path segment percent-encoded (a `/` in it too).
+pub(crate) fn url_segment(segment: &str) -> String {
+    utf8_percent_encode(segment, SEGMENT).to_string()
 }
 
 /// The URL of `path` on this server: under `public_url` when it is set,

@@ -9,10 +9,21 @@ use std::ops::Range;
 
 use crate::engine::read::geo::CellRead;
 
+/// How many values a part holds: about `most`, and up to `longest` to end
+/// at a chunk boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartSize {
+    /// The values a part holds at most, unless it can end at a chunk
+    /// boundary by holding more.
+    pub most: u64,
+    /// The values a part holds at most to end at a chunk boundary.
+    pub longest: u64,
+}
+
 /// A part of a [`CellRead`]: ranges of positions into its times, levels,
-/// rows and columns (`0..1` along an axis the read does not pick), and
-/// the read of just those.
-#[derive(Debug, Clone, PartialEq)]
+/// rows and columns (`0..1` along an axis the read does not pick);
+/// [`CellRead::part`] is the read of just those.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellPart {
     /// Positions into the whole read's times.
     pub times: Range<usize>,
@@ -22,8 +33,6 @@ pub struct CellPart {
     pub rows: Range<usize>,
     /// Positions into its columns.
     pub cols: Range<usize>,
-    /// The part as a read of its own.
-    pub read: CellRead,
 }
 
 impl CellPart {
@@ -48,14 +57,15 @@ impl CellRead {
         (len(&self.times), len(&self.levels), self.rows.len(), self.cols.len())
     }
 
-    /// The read in parts of about `most` values, step-major: each part's
-    /// values, T, Z, Y, X, follow the previous part's in the whole read's
-    /// T, Z, Y, X order. Parts end at chunk boundaries (`chunks`: the
+    /// The read in parts of about `size.most` values, step-major: each
+    /// part's values, T, Z, Y, X, follow the previous part's in the whole
+    /// read's T, Z, Y, X order. Parts end at chunk boundaries (`chunks`: the
     /// extents of a chunk along T, Z, Y and X): at the last within `most`
-    /// values, else the next (a part then holds one chunk's extent along
-    /// the axis it is cut on), so that no two parts along that axis read
-    /// the same chunk, as a region read's slabs hold whole chunk rows.
-    pub fn parts_by_step(&self, most: u64, chunks: [u64; 4]) -> Vec<CellPart> {
+    /// values, else at the next if the part then holds at most
+    /// `size.longest` (one chunk's extent along the axis it is cut on, so
+    /// that no two parts along that axis decode the same chunk), else at
+    /// `most`.
+    pub fn parts_by_step(&self, size: PartSize, chunks: [u64; 4]) -> Vec<CellPart> {
         let (t, z, y, x) = self.lens();
         let lists = [
             self.times.as_deref(),
@@ -64,67 +74,75 @@ impl CellRead {
             Some(&self.cols[..]),
         ];
         let boundary = |axis: usize, pos: usize| at_boundary(lists[axis], chunks[axis], pos);
-        cut(&[t, z, y, x], most, &boundary)
+        cut(&[t, z, y, x], size, &boundary)
             .into_iter()
-            .map(|r| self.part(r[0].clone(), r[1].clone(), r[2].clone(), r[3].clone()))
+            .map(|r| CellPart {
+                times: r[0].clone(),
+                levels: r[1].clone(),
+                rows: r[2].clone(),
+                cols: r[3].clone(),
+            })
             .collect()
     }
 
     /// The read in parts of whole cells (every time and level of each),
-    /// about `most` values each (at least one cell), cell-major: the
+    /// about `size.most` values each (at least one cell), cell-major: the
     /// parts' cells, row by row, are the whole read's. Parts end at chunk
     /// boundaries of Y and X (`chunks`) as [`CellRead::parts_by_step`]'s do.
-    pub fn parts_by_cell(&self, most: u64, chunks: [u64; 4]) -> Vec<CellPart> {
+    pub fn parts_by_cell(&self, size: PartSize, chunks: [u64; 4]) -> Vec<CellPart> {
         let (t, z, y, x) = self.lens();
-        let cells = (most / (t * z).max(1) as u64).max(1);
+        let steps = (t * z).max(1) as u64;
+        let cells = PartSize {
+            most: (size.most / steps).max(1),
+            longest: (size.longest / steps).max(1),
+        };
         let lists = [&self.rows[..], &self.cols[..]];
         let boundary = |axis: usize, pos: usize| at_boundary(Some(lists[axis]), chunks[axis + 2], pos);
         cut(&[y, x], cells, &boundary)
             .into_iter()
-            .map(|r| self.part(0..t, 0..z, r[0].clone(), r[1].clone()))
+            .map(|r| CellPart {
+                times: 0..t,
+                levels: 0..z,
+                rows: r[0].clone(),
+                cols: r[1].clone(),
+            })
             .collect()
     }
 
-    fn part(&self, times: Range<usize>, levels: Range<usize>, rows: Range<usize>, cols: Range<usize>) -> CellPart {
+    /// The read of `part` of this read.
+    pub fn part(&self, part: &CellPart) -> CellRead {
         let pick = |p: &Option<Vec<u64>>, r: &Range<usize>| p.as_ref().map(|list| list[r.clone()].to_vec());
-        let read = CellRead {
-            cols: self.cols[cols.clone()].to_vec(),
-            rows: self.rows[rows.clone()].to_vec(),
-            times: pick(&self.times, &times),
-            levels: pick(&self.levels, &levels),
-        };
-        CellPart {
-            times,
-            levels,
-            rows,
-            cols,
-            read,
+        CellRead {
+            cols: self.cols[part.cols.clone()].to_vec(),
+            rows: self.rows[part.rows.clone()].to_vec(),
+            times: pick(&self.times, &part.times),
+            levels: pick(&self.levels, &part.levels),
         }
     }
 }
 
-/// Whether a cut before position `pos` of `list` (array indices; `None`:
-/// the axis is not picked) falls on a boundary of chunks `chunk` long: the
-/// index there starts a chunk, or does not follow the one before.
+/// Whether a cut before position `pos` of `list` (array indices, in any
+/// order; `None`: the axis is not picked) falls between chunks `chunk`
+/// long: the indices either side lie in different chunks.
 fn at_boundary(list: Option<&[u64]>, chunk: u64, pos: usize) -> bool {
     match list {
-        Some(list) => list[pos] % chunk.max(1) == 0 || list[pos] != list[pos - 1] + 1,
+        Some(list) => list[pos] / chunk.max(1) != list[pos - 1] / chunk.max(1),
         None => true,
     }
 }
 
 /// Ranges along each axis of a C-order block of `lens` (the last fastest)
-/// cutting it into parts of about `most` elements, in order: a run along
-/// one axis of whole spans of the axes after it, at one position of each
-/// axis before it. A run ends where `boundary(axis, position)` holds: the
-/// last such position within `most`, else the first beyond (so a part may
-/// hold more than `most`: one chunk's extent along the axis). Nothing for
-/// an empty block.
-fn cut(lens: &[usize], most: u64, boundary: &dyn Fn(usize, usize) -> bool) -> Vec<Vec<Range<usize>>> {
+/// cutting it into parts of about `size.most` elements, in order: a run
+/// along one axis of whole spans of the axes after it, at one position of
+/// each axis before it. A run ends where `boundary(axis, position)` holds:
+/// the last such position within `most`, else the first beyond if the part
+/// holds at most `size.longest` there, else at `most` (at least one
+/// position). Nothing for an empty block.
+fn cut(lens: &[usize], size: PartSize, boundary: &dyn Fn(usize, usize) -> bool) -> Vec<Vec<Range<usize>>> {
     if lens.contains(&0) {
         return Vec::new();
     }
-    let most = most.max(1);
+    let most = size.most.max(1);
     let rank = lens.len();
     // inner[d]: elements of one position of axis d - 1 (the axes from d on).
     let mut inner = vec![1u64; rank + 1];
@@ -137,20 +155,26 @@ fn cut(lens: &[usize], most: u64, boundary: &dyn Fn(usize, usize) -> bool) -> Ve
     // The outermost axis whose positions each fit: cut runs along it.
     let axis = (0..rank).find(|&d| inner[d + 1] <= most).unwrap_or(rank - 1);
     let run = (most / inner[axis + 1]).max(1) as usize;
+    let longest = (size.longest / inner[axis + 1]).max(run as u64) as usize;
     // The runs along it: as long as allowed, ended at the last boundary
-    // in reach, or at the first beyond it (a chunk's extent is read whole).
+    // in reach, or at the first within the longest run (a chunk's extent
+    // read whole), or at the reach.
     let len = lens[axis];
     let mut runs = Vec::new();
     let mut start = 0;
     while start < len {
         let reach = (start + run).min(len);
-        let end = match reach == len {
-            true => len,
-            false => (start + 1..=reach)
-                .rev()
-                .find(|&e| boundary(axis, e))
-                .or_else(|| (reach + 1..len).find(|&e| boundary(axis, e)))
-                .unwrap_or(len),
+        let limit = start.saturating_add(longest);
+        let end = if reach == len {
+            len
+        } else if let Some(e) = (start + 1..=reach).rev().find(|&e| boundary(axis, e)) {
+            e
+        } else if let Some(e) = (reach + 1..=limit.min(len - 1)).find(|&e| boundary(axis, e)) {
+            e
+        } else if limit >= len {
+            len
+        } else {
+            reach
         };
         runs.push(start..end);
         start = end;
@@ -186,13 +210,21 @@ mod tests {
 
     const UNCHUNKED: [u64; 4] = [1, 1, 1, 1];
 
+    /// About `most`, up to twice that to end at a chunk boundary.
+    fn size(most: u64) -> PartSize {
+        PartSize {
+            most,
+            longest: 2 * most,
+        }
+    }
+
     impl CellRead {
         fn parts_by_step_(&self, most: u64) -> Vec<CellPart> {
-            self.parts_by_step(most, UNCHUNKED)
+            self.parts_by_step(size(most), UNCHUNKED)
         }
 
         fn parts_by_cell_(&self, most: u64) -> Vec<CellPart> {
-            self.parts_by_cell(most, UNCHUNKED)
+            self.parts_by_cell(size(most), UNCHUNKED)
         }
     }
 
@@ -238,8 +270,8 @@ mod tests {
             let mut got = Vec::new();
             for p in &parts {
                 assert!(p.values() <= most.max(1), "{p:?} above {most}");
-                assert_eq!(p.values(), p.read.values());
-                got.extend(whole_positions(&p.read));
+                assert_eq!(p.values(), r.part(p).values());
+                got.extend(whole_positions(&r.part(p)));
             }
             assert_eq!(got, whole_positions(&r), "most {most}");
             if r.values() <= most {
@@ -269,7 +301,7 @@ mod tests {
             let parts = r.parts_by_cell_(most);
             for p in &parts {
                 assert_eq!((p.times.clone(), p.levels.clone()), (0..6, 0..2));
-                assert_eq!(p.read.times, r.times);
+                assert_eq!(r.part(p).times, r.times);
                 assert!(p.values() <= most.max(12), "{p:?} above {most}");
             }
             // Row by row, as a single part would list them.
@@ -281,8 +313,9 @@ mod tests {
             }
             let mut ordered = Vec::new();
             for p in &parts {
-                for &y in &p.read.rows {
-                    for &x in &p.read.cols {
+                let read = r.part(p);
+                for &y in &read.rows {
+                    for &x in &read.cols {
                         ordered.push((y, x));
                     }
                 }
@@ -304,18 +337,39 @@ mod tests {
         let rows = |parts: Vec<CellPart>| {
             parts
                 .iter()
-                .map(|p| p.read.rows[0]..p.read.rows.last().unwrap() + 1)
+                .map(|p| {
+                    let rows = r.part(p).rows;
+                    rows[0]..rows[rows.len() - 1] + 1
+                })
                 .collect::<Vec<_>>()
         };
         // 25 rows in reach: cut at 64, then at 80 (the next run could reach 89).
-        assert_eq!(rows(r.parts_by_step(250, [1, 1, 16, 1])), vec![50..64, 64..80, 80..90]);
-        // 10 rows in reach, no boundary within them: on to the next one.
-        assert_eq!(rows(r.parts_by_step(100, [1, 1, 16, 1])), vec![50..64, 64..80, 80..90]);
-        assert_eq!(rows(r.parts_by_step(100, [1, 1, 64, 1])), vec![50..64, 64..90]);
-        assert_eq!(rows(r.parts_by_cell(250, [1, 1, 16, 1])), vec![50..64, 64..80, 80..90]);
-        // A gap in the indices is a boundary too.
+        assert_eq!(
+            rows(r.parts_by_step(size(250), [1, 1, 16, 1])),
+            vec![50..64, 64..80, 80..90]
+        );
+        // 10 rows in reach, no boundary within them: on to the next one,
+        // within 20 rows.
+        assert_eq!(
+            rows(r.parts_by_step(size(100), [1, 1, 16, 1])),
+            vec![50..64, 64..80, 80..90]
+        );
+        // No boundary within 20 rows of 64: cut at the reach; the last run
+        // takes the rest, which is within 20 rows.
+        assert_eq!(
+            rows(r.parts_by_step(size(100), [1, 1, 64, 1])),
+            vec![50..64, 64..74, 74..90]
+        );
+        assert_eq!(
+            rows(r.parts_by_cell(size(250), [1, 1, 16, 1])),
+            vec![50..64, 64..80, 80..90]
+        );
+        // Indices with gaps, or descending: boundaries where the chunk changes.
         let mut gap = read(None, None, 6, 1);
         gap.rows = vec![0, 1, 2, 10, 11, 12];
-        assert_eq!(rows(gap.parts_by_step(5, [1, 1, 1000, 1])), vec![0..3, 10..13]);
+        let ranges = |parts: Vec<CellPart>| parts.into_iter().map(|p| p.rows).collect::<Vec<_>>();
+        assert_eq!(ranges(gap.parts_by_step(size(5), [1, 1, 4, 1])), vec![0..5, 5..6]);
+        gap.rows = vec![9, 8, 7, 6, 5, 4];
+        assert_eq!(ranges(gap.parts_by_step(size(3), [1, 1, 4, 1])), vec![0..2, 2..6]);
     }
 }

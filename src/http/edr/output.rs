@@ -111,10 +111,13 @@ pub(super) async fn respond(format: Format, mut extract: Extract, ready: Ready) 
     if ready.is_head() {
         return Ok(ready.stream(axum::body::Body::empty()));
     }
-    if let Shape::Grid { parts, .. } = &mut extract.shape {
-        parts.get_mut().start(format.order(&extract.vars)).await?;
-    }
     let (mut writer, body) = ChannelWriter::new();
+    if let Shape::Grid { parts, .. } = &mut extract.shape {
+        parts
+            .get_mut()
+            .start(format.order(&extract.vars), writer.gone())
+            .await?;
+    }
     tokio::task::spawn_blocking(move || {
         let _held = extract.held.take();
         let written = match format {

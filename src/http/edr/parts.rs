@@ -2,8 +2,9 @@
 //! answer is written, so that an answer of any size streams in bounded
 //! memory (api.md 4.1, 4): a task reads the parts, pinned to the versions
 //! the answer's ETag names, in the order the writer asks for them, one
-//! part ahead of it. A writer that stops (the client left) stops the reads
-//! within a part; a read that fails ends the body short.
+//! part ahead of it. A writer that stops (the client left, noticed at its
+//! next write) stops the reads after the part being read; a read that
+//! fails ends the body short.
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -33,7 +34,7 @@ type Item = Result<Vec<Vec<f64>>, Error>;
 /// The parts of a window and their reads.
 pub(super) struct Parts {
     /// The parts, in the whole read's order.
-    pub(super) list: Vec<CellPart>,
+    pub(super) list: Arc<Vec<CellPart>>,
     /// The window they cut (which of its cells lie inside the region).
     pub(super) window: Arc<CellWindow>,
     reads: Option<Reads>,
@@ -43,11 +44,12 @@ pub(super) struct Parts {
     metrics: Arc<Metrics>,
 }
 
-/// What reads the parts: per part, a plan per variable.
+/// What reads the parts: per part, a plan per variable (each taken when
+/// read).
 struct Reads {
     dataset: Dataset,
     vars: Vec<GeoVariable>,
-    plans: Vec<Vec<ReadPlan>>,
+    plans: Vec<Vec<Option<ReadPlan>>>,
     pinned: Versions,
 }
 
@@ -65,11 +67,14 @@ impl Parts {
         let reads = Reads {
             dataset: dataset.clone(),
             vars: vars.to_vec(),
-            plans,
+            plans: plans
+                .into_iter()
+                .map(|each| each.into_iter().map(Some).collect())
+                .collect(),
             pinned: pinned.clone(),
         };
         Self {
-            list,
+            list: Arc::new(list),
             window,
             reads: Some(reads),
             received: None,
@@ -79,9 +84,14 @@ impl Parts {
     }
 
     /// Start reading in `order`, and wait for its first step: a failure
-    /// there is the answer's, before its status line.
-    pub(super) async fn start(&mut self, order: Order) -> Result<(), ApiError> {
-        let reads = self.reads.take().expect("the reads start once");
+    /// there is the answer's, before its status line. Reading stops, even
+    /// within a part, once `gone` completes (the body was dropped).
+    pub(super) async fn start(
+        &mut self,
+        order: Order,
+        gone: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ApiError> {
+        let mut reads = self.reads.take().expect("the reads start once");
         let steps: Vec<(usize, Vec<usize>)> = match order {
             Order::ByVariable(vars) => vars
                 .iter()
@@ -94,11 +104,11 @@ impl Parts {
         };
         let (tx, mut rx) = mpsc::channel(1);
         let (list, window) = (self.list.clone(), self.window.clone());
-        tokio::spawn(async move {
+        let reading = async move {
             for (p, vars) in steps {
                 // Read a part only once the writer has taken the one before:
                 // two parts at most are held, and a writer that has gone
-                // (the client left) stops the reads here.
+                // stops the reads here.
                 let Ok(slot) = tx.reserve().await else {
                     return;
                 };
@@ -108,6 +118,12 @@ impl Parts {
                 if failed {
                     return;
                 }
+            }
+        };
+        tokio::spawn(async move {
+            tokio::select! {
+                () = reading => {}
+                () = gone => {}
             }
         });
         match rx.recv().await {
@@ -161,13 +177,17 @@ impl Parts {
 }
 
 impl Reads {
-    /// Part `p`'s values of `vars`, NaN outside the region.
-    async fn part(&self, part: &CellPart, window: &CellWindow, p: usize, vars: &[usize]) -> Item {
+    /// Part `p`'s values of `vars`, NaN outside the region (each plan is
+    /// read once, and dropped).
+    async fn part(&mut self, part: &CellPart, window: &CellWindow, p: usize, vars: &[usize]) -> Item {
         let mut out = Vec::with_capacity(vars.len());
         for &v in vars {
+            let plan = self.plans[p][v]
+                .take()
+                .ok_or_else(|| Error::Internal("a part read twice".into()))?;
             let (mut values, _) = self
                 .dataset
-                .read_cells(&self.vars[v], &self.plans[p][v], Some(&self.pinned))
+                .read_cells(&self.vars[v], &plan, Some(&self.pinned))
                 .await?;
             mask(&mut values, part, window);
             out.push(values);

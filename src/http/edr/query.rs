@@ -19,7 +19,7 @@ use super::{find_collection, Collection};
 use crate::engine::geo::region::{in_rings, CellWindow};
 use crate::engine::geo::GeoGrid;
 use crate::engine::labels::{Label, Method};
-use crate::engine::{Along, AxisPick, CellPart, CellRead, Dataset, Error, GeoVariable, ReadPlan, Versions};
+use crate::engine::{Along, AxisPick, CellPart, CellRead, Dataset, Error, GeoVariable, PartSize, ReadPlan, Versions};
 use crate::http::respond::{Answer, Checked};
 use crate::http::{ApiError, AppState};
 use crate::identity::Caller;
@@ -80,6 +80,7 @@ const KNOWN: [&str; 10] = [
 ];
 
 /// The query string's parameters (the first of a repeated name wins).
+#[derive(Clone)]
 struct Params(HashMap<String, String>);
 
 impl Params {
@@ -155,15 +156,25 @@ pub(super) async fn answer(
                 cells: request.most_cells(),
                 vertices: state.edr_max_polygon_vertices,
             };
-            let too_many = |cells| request.refuse(cells).expect_err("more cells than allowed");
-            let window = window(&grid, &query, &params, &limits, too_many)?;
+            // The answer to more candidate cells than allowed.
+            let each = request.steps().saturating_mul(request.vars.len() as u64 * 8);
+            let limit = request.limit;
+            let too_many = move |cells: u64| ApiError::TooLarge {
+                requested: cells.saturating_mul(each),
+                limit,
+            };
+            // Up to hundreds of millions of cells tested: off the async workers.
+            let (g, q, p) = (grid.clone(), query.clone(), params.clone());
+            let window = tokio::task::spawn_blocking(move || window(&g, &q, &p, &limits, too_many))
+                .await
+                .map_err(|e| ApiError::Engine(Error::Internal(format!("the region's cells: {e}"))))??;
             request.window(grid, window, format)?
         }
     };
     let plans = match &job.places {
         Places::Window(.., parts) => {
-            let reads: Vec<&CellRead> = parts.iter().map(|p| &p.read).collect();
-            request.plan(reads).await?
+            let reads: Vec<CellRead> = parts.iter().map(|p| job.reads[0].part(p)).collect();
+            request.plan(&reads).await?
         }
         _ => request.plan(&job.reads).await?,
     };
@@ -173,7 +184,8 @@ pub(super) async fn answer(
         .key(&query)
         .key(format!("{format:?}|{times:?}|{levels:?}"))
         .key(job.key(&request.vars[0].grid))
-        // A NetCDF file's length is known once its values are read.
+        // A NetCDF file's length is known from its coordinates: a HEAD is
+        // measured (its values never read), not answered without one.
         .streamed(format != Format::NetCdf);
     for plan in plans.iter().flatten() {
         described = described.plan(plan);
@@ -182,7 +194,10 @@ pub(super) async fn answer(
         Checked::Answered(response) => return Ok(response),
         Checked::Read(ready) => ready,
     };
-    let held = request.hold(&job).await?;
+    let held = match ready.is_head() {
+        true => None,
+        false => request.hold(&job).await?,
+    };
     let pinned = ready.versions();
     let shape = match job.places {
         Places::Window(grid, window, list) => Shape::Grid {
@@ -452,11 +467,11 @@ impl Request<'_> {
 
     /// The values' memory, once the answer is to be read, held under the
     /// answer budget (`slab_budget_bytes`) until written: every value of
-    /// points and trajectories; three parts of a window (one read, one
-    /// queued, one written).
+    /// points and trajectories; for a window, two parts (one written, one
+    /// queued) and one being read (its values twice over).
     async fn hold(&self, job: &Job) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
         let held = match &job.places {
-            Places::Window(.., parts) => self.held_bytes(Parts::most_values(parts)).saturating_mul(3) / 2,
+            Places::Window(.., parts) => self.held_bytes(Parts::most_values(parts)).saturating_mul(2),
             _ => self.refuse_whole(job.values)?,
         };
         Ok(self.dataset.resources().hold_answer_bytes(held as usize).await?)
@@ -587,8 +602,9 @@ impl Request<'_> {
     }
 
     /// An area, radius, cube or corridor query: its window of cells, cut
-    /// into parts of about `slab_bytes` of values in the order `format`
-    /// writes them.
+    /// into parts of about `slab_bytes` of values (more, within the answer
+    /// budget, to end at a chunk boundary) in the order `format` writes
+    /// them.
     fn window(&self, grid: Arc<GeoGrid>, window: CellWindow, format: Format) -> Result<Job, ApiError> {
         self.refuse(window.inside.len() as u64)?;
         let whole = CellRead {
@@ -597,12 +613,18 @@ impl Request<'_> {
             times: self.times.clone(),
             levels: self.levels.clone(),
         };
-        let slab_bytes = self.dataset.resources().read.slab_bytes;
-        let most = slab_bytes / 8 / self.vars.len() as u64;
+        // About slab_bytes of values a part; up to what the answer budget
+        // holds (hold: 32 bytes a value) to end at a chunk boundary.
+        let resources = self.dataset.resources();
+        let vars = self.vars.len() as u64;
+        let size = PartSize {
+            most: resources.read.slab_bytes / 8 / vars,
+            longest: resources.slab_budget_bytes() / 32 / vars,
+        };
         let chunks = self.vars[0].cell_chunk()?;
         let parts = match format.by_cell() {
-            true => whole.parts_by_cell(most, chunks),
-            false => whole.parts_by_step(most, chunks),
+            true => whole.parts_by_cell(size, chunks),
+            false => whole.parts_by_step(size, chunks),
         };
         Ok(Job {
             values: whole.values(),

@@ -3,23 +3,12 @@
 use std::fmt::Write;
 
 pub(super) use crate::encode::xml::escape;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-/// What a path segment keeps unescaped in a URL (RFC 3986 unreserved).
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
-
-/// A slash-separated path with each segment percent-encoded.
-pub(in crate::http) fn url_path(path: &str) -> String {
-    path.split('/')
-        .filter(|s| !s.is_empty())
-        .map(|s| utf8_percent_encode(s, SEGMENT).to_string())
-        .collect::<Vec<_>>()
-        .join("/")
-}
+pub(in crate::http) use crate::http::{url_path, url_segment};
 
 /// The explorer page of node `path` (empty: the root) of dataset `ds`.
 pub(super) fn explore_href(ds: &str, path: &str) -> String {
-    let ds = utf8_percent_encode(ds, SEGMENT);
+    let ds = url_segment(ds);
     match url_path(path).as_str() {
         "" => format!("/explore/{ds}"),
         p => format!("/explore/{ds}/{p}"),

@@ -15,10 +15,9 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::query::TileQuery;
-use super::respond::{Answer, Checked};
 use super::{absolute, ApiError, AppState};
-use crate::engine::geo::{Sampling, TileMatrixSet, MERCATOR_HALF, TILE_SIZE};
-use crate::engine::{Dataset, GeoVariable, Raster};
+use crate::engine::geo::{TileMatrixSet, MERCATOR_HALF, TILE_SIZE};
+use crate::engine::{Dataset, GeoVariable};
 use crate::identity::Caller;
 
 /// The tile routes.
@@ -205,43 +204,15 @@ pub(super) async fn tile(
             t.max_zoom()
         ))
     })?;
-    let dataset = &state.dataset(&ds, &caller).await?;
-    let var = dataset.geo_variable(&request.variable).await?;
-    request.render.resolve()?;
-    // The pyramid level (if any) whose cells are no larger than a pixel.
-    let level = dataset.pyramid_level(&var, t.pixel_degrees(z)).await?;
-    let sampling = Sampling::new(&level.grid, &t.column_longitudes(z, col), &t.row_latitudes(z, row));
-    let plan = match sampling.is_empty() {
-        true => None,
-        false => Some(dataset.plan_raster(&level, &sampling, &request.labels).await?),
-    };
-    let mut described = Answer::new(&state, dataset, "tile", "image/png")
-        .key(format!("{}/{z}/{row}/{col}", t.id()))
-        .key(query.unwrap_or_default())
-        .bytes(u64::from(TILE_SIZE * TILE_SIZE) * 4);
-    if let Some(plan) = &plan {
-        let decoded = plan.decoded_bytes();
-        let deeper = (decoded as f64 / state.tile_read_limit_bytes as f64).log(4.0).ceil() as u8;
-        let hint = format!("zoom {} or deeper decodes less", (z + deeper.max(1)).min(t.max_zoom()));
-        described = described.plan(plan).decodes(decoded, hint);
-    }
-    // Refused before the default colour range is worked out (it may read).
-    described.refuse_oversize()?;
-    let render = dataset.rendering(&var, &request.labels, &request.render).await?;
-    let described = described.key(format!("{:?}", render.rescale()));
-    let ready = match described.check(&method, &headers).await? {
-        Checked::Answered(response) => return Ok(response),
-        Checked::Read(ready) => ready,
-    };
-    let raster = match &plan {
-        None => Raster::off_grid((TILE_SIZE * TILE_SIZE) as usize),
-        Some(plan) => {
-            dataset
-                .read_raster(&level, &sampling, plan, Some(ready.versions()))
-                .await?
-        }
-    };
-    let draw = move || Ok(render.picture_of_cells(&raster.cells, &raster.pixels));
-    let png = super::picture::png(TILE_SIZE, TILE_SIZE, draw).await?;
-    Ok(ready.whole(png))
+    let key = query.unwrap_or_default();
+    super::picture::tile(
+        &state,
+        &caller,
+        &ds,
+        (t, z, row, col),
+        &request,
+        &key,
+        (&method, &headers),
+    )
+    .await
 }

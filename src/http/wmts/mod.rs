@@ -19,6 +19,7 @@ use axum::Router;
 use serde_json::Value;
 
 use super::ows::{self, Fault, Params, PixelQuery};
+use super::query::TileQuery;
 use super::{ApiError, AppState};
 use crate::encode::xml::escape;
 use crate::engine::geo::{to_mercator, MapCrs, MapFrame, TileMatrixSet, MERCATOR_HALF, MERCATOR_LATITUDE, TILE_SIZE};
@@ -326,24 +327,14 @@ async fn get_tile(
     let dataset = state.dataset(ds, &caller).await?;
     let var = layer(&dataset, layer_name).await?;
     let dimensions = dimension_values(&var, params)?;
+    // The same parameters as the tile route's URL of that tile: the same
+    // answer and ETag.
     let query = tile_query(&var.node.path, &style, &dimensions);
-    let path = (
-        ds.to_string(),
-        at.set.id().to_string(),
-        at.zoom.to_string(),
-        at.row.to_string(),
-        at.col.to_string(),
-    );
-    super::tiles::tile(
-        State(state.clone()),
-        caller,
-        Path(path),
-        RawQuery(Some(query)),
-        method,
-        headers,
-    )
-    .await
-    .map_err(Ows::from)
+    let request = TileQuery::parse(Some(&query))?;
+    let position = (at.set, at.zoom, at.row, at.col);
+    super::picture::tile(state, &caller, ds, position, &request, &query, (&method, &headers))
+        .await
+        .map_err(Ows::from)
 }
 
 /// The layer `name` names.
@@ -394,7 +385,7 @@ async fn capabilities(state: &AppState, caller: &Caller, ds: &str, headers: &Hea
     } else {
         origin
     };
-    let ds = &super::explorer::url_path(ds);
+    let ds = &super::url_path(ds);
     let kvp = format!("{origin}/v1/datasets/{ds}/wmts?");
     let variables = dataset.geo_variables().await.map_err(Fault::from)?;
     let mut layers = String::new();

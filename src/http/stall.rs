@@ -44,6 +44,12 @@ impl axum::serve::Listener for StallGuardedListener {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         let (stream, addr) = axum::serve::Listener::accept(&mut self.listener).await;
+        // A body sent in pieces (a stream, chunked encoding) must not wait
+        // for the client's delayed ACK of the previous piece (Nagle's
+        // algorithm): about 40 ms on Linux, on one small answer in twenty.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY refused: {e}");
+        }
         (StallGuard::new(stream, CLIENT_STALL, Some(self.metrics.clone())), addr)
     }
 

@@ -31,6 +31,8 @@ DTYPES = {
     "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
     "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
     "float16": "<f2", "float32": "<f4", "float64": "<f8",
+    "complex64": "<c8", "complex128": "<c16",
+    "numpy.datetime64": "<M8[s]", "numpy.timedelta64": "<m8[s]",
 }
 
 

@@ -115,20 +115,31 @@ impl PackBitsCodec {
         self.packed_len(repr.num_elements())
     }
 
-    /// The chunk's elements, little-endian.
+    /// Whether every bit of whole-byte components is kept: the bytes
+    /// codec's layout.
+    fn whole_bytes(&self) -> bool {
+        self.first_bit == 0 && self.bits == self.width && self.width % 8 == 0
+    }
+
+    /// The chunk's elements, little-endian. A chunk of whole-byte
+    /// components without the padding byte its configuration names is read
+    /// as it is: zarrs (0.23) writes such chunks as the bytes codec would,
+    /// and its lengths tell the two apart.
     pub(crate) fn decode(&self, encoded: Bytes, repr: &ChunkRepr) -> Result<Bytes> {
         let n = repr.num_elements();
-        if encoded.len() != self.packed_len(n) {
+        let padded = self.padding != Padding::None;
+        let unpadded = padded && self.whole_bytes() && encoded.len() + 1 == self.packed_len(n);
+        if encoded.len() != self.packed_len(n) && !unpadded {
             return Err(corrupt(format!(
                 "packbits chunk has {} bytes, expected {} for {n} elements",
                 encoded.len(),
                 self.packed_len(n)
             )));
         }
-        let stream = match self.padding {
-            Padding::FirstByte => &encoded[1..],
-            Padding::LastByte => &encoded[..encoded.len() - 1],
-            Padding::None => &encoded[..],
+        let stream = match (self.padding, unpadded) {
+            (Padding::None, _) | (_, true) => &encoded[..],
+            (Padding::FirstByte, false) => &encoded[1..],
+            (Padding::LastByte, false) => &encoded[..encoded.len() - 1],
         };
         let size = repr.data_type.size() / self.components as usize;
         let mut out = Vec::with_capacity(repr.size_bytes());
@@ -266,6 +277,31 @@ mod tests {
         let repr = ChunkRepr::new(vec![5], DataType::Bool, vec![0]);
         let codec = PackBitsCodec::from_json(json!({"padding_encoding": "first_byte"}).as_object(), &repr).unwrap();
         assert_eq!(codec.encode(&[1, 0, 0, 1, 1], &repr), vec![3, 0x19]);
+    }
+
+    #[test]
+    fn whole_byte_chunks_without_their_padding_byte_read_as_zarrs_writes_them() {
+        let values: Vec<u8> = [7i64, -9].iter().flat_map(|v| v.to_le_bytes()).collect();
+        for padding in ["first_byte", "last_byte"] {
+            let config = json!({ "padding_encoding": padding });
+            // With the byte the configuration names (the specification), and without it.
+            let mut padded = values.clone();
+            match padding {
+                "first_byte" => padded.insert(0, 0),
+                _ => padded.push(0),
+            }
+            assert_eq!(decode(config.clone(), DataType::Int64, 2, &padded).unwrap(), values);
+            assert_eq!(decode(config.clone(), DataType::Int64, 2, &values).unwrap(), values);
+            // A byte short of that is still corrupt.
+            assert!(decode(config, DataType::Int64, 2, &values[1..]).is_err());
+        }
+        // Bits left out: the padding byte is required.
+        let config = json!({"padding_encoding": "first_byte", "first_bit": 0, "last_bit": 11});
+        assert!(decode(config.clone(), DataType::Int16, 2, &[1, 0x20, 0]).is_err());
+        assert_eq!(
+            decode(config, DataType::Int16, 2, &[0, 1, 0x20, 0]).unwrap(),
+            vec![1, 0, 2, 0]
+        );
     }
 
     #[test]

@@ -118,7 +118,7 @@ impl PackBitsCodec {
     /// Whether every bit of whole-byte components is kept: the bytes
     /// codec's layout.
     fn whole_bytes(&self) -> bool {
-        self.first_bit == 0 && self.bits == self.width && self.width % 8 == 0
+        self.first_bit == 0 && self.bits == self.width && self.width.is_multiple_of(8)
     }
 
     /// The chunk's elements, little-endian. A chunk of whole-byte

@@ -155,7 +155,7 @@ async fn capabilities_links_use_public_url_never_a_raw_host() {
 }
 
 #[tokio::test]
-async fn edr_parameters_count_once_and_values_stay_under_the_slab_budget() {
+async fn edr_parameters_count_once_and_windows_stream_past_the_slab_budget() {
     let dir = dataset();
     let server = geo_server(&dir, |_| {}).await;
     let cube = "/v1/datasets/geo/edr/collections/geo/cube?bbox=-180,-90,180,90";
@@ -185,7 +185,9 @@ async fn edr_parameters_count_once_and_values_stay_under_the_slab_budget() {
     assert_eq!(geo["features"].as_array().unwrap().len(), 4 * 8);
     assert_eq!(geo["features"][0]["properties"]["tas"].as_array().unwrap().len(), 2);
 
-    // Values beyond the whole slab budget are refused before reading.
+    // A window's values beyond the whole slab budget stream a part at a
+    // time (api.md 4.1, 4): the whole 1024 x 1024 grid with a 4 MiB budget
+    // (16 MiB of values) answers, every cell in row order.
     let tiny = tempfile::tempdir().unwrap();
     common::geo::big_grid(tiny.path(), 1024);
     let mut cfg = config();
@@ -195,12 +197,15 @@ async fn edr_parameters_count_once_and_values_stay_under_the_slab_budget() {
     let server = Server::start(cfg).await;
     let big = "/v1/datasets/big/edr/collections/big/cube?bbox=-180,-90,180,90";
     let resp = get(&server, big).await;
-    assert_eq!(resp.status(), 413);
-    let problem: Value = resp.json().await.unwrap();
-    let detail = problem["detail"].as_str().unwrap();
-    assert!(
-        detail.contains("slab_budget_bytes = 4194304") && detail.contains("16777216"),
-        "{detail}"
+    assert_eq!(resp.status(), 200);
+    let doc: Value = resp.json().await.unwrap();
+    let values = doc["ranges"]["tas"]["values"].as_array().unwrap();
+    assert_eq!(values.len(), 1024 * 1024);
+    // tas[y, x] = y * 1024 + x: the grid's first cell, its second row's first, its last.
+    let at = |k: usize| values[k].as_f64().unwrap();
+    assert_eq!(
+        (at(0), at(1024), at(1024 * 1024 - 1)),
+        (0.0, 1024.0, (1024 * 1024 - 1) as f64)
     );
     let quarter = "/v1/datasets/big/edr/collections/big/cube?bbox=-180,45,180,90&f=CSV";
     let resp = get(&server, quarter).await;
@@ -219,6 +224,27 @@ async fn edr_parameters_count_once_and_values_stay_under_the_slab_budget() {
             .unwrap()
     };
     assert_eq!((last(1), last(2)), (0.0, 1.0));
+
+    // Positions are read whole: beyond the whole budget they are refused
+    // before reading (200 points, 16 bytes each held, over a 2 KiB budget).
+    let mut cfg = config();
+    cfg.datasets
+        .insert("big".into(), common::dataset(tiny.path().to_string_lossy()));
+    cfg.slab_budget_bytes = 2 << 10;
+    let server = Server::start(cfg).await;
+    let points: Vec<String> = (0..200).map(|i| format!("({}%20{})", i % 180, i / 4)).collect();
+    let position = format!(
+        "/v1/datasets/big/edr/collections/big/position?coords=MULTIPOINT({})",
+        points.join(",")
+    );
+    let resp = get(&server, &position).await;
+    assert_eq!(resp.status(), 413);
+    let problem: Value = resp.json().await.unwrap();
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("slab_budget_bytes = 2048") && detail.contains("3200"),
+        "{detail}"
+    );
 }
 
 #[tokio::test]

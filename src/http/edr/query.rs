@@ -613,13 +613,15 @@ impl Request<'_> {
             times: self.times.clone(),
             levels: self.levels.clone(),
         };
-        // About slab_bytes of values a part; up to what the answer budget
-        // holds (hold: 32 bytes a value) to end at a chunk boundary.
+        // About slab_bytes of values a part (less if the answer budget holds
+        // less: 32 bytes a value, see `hold`); up to what the budget holds
+        // to end at a chunk boundary.
         let resources = self.dataset.resources();
         let vars = self.vars.len() as u64;
+        let budget = resources.slab_budget_bytes() / 32;
         let size = PartSize {
-            most: resources.read.slab_bytes / 8 / vars,
-            longest: resources.slab_budget_bytes() / 32 / vars,
+            most: (resources.read.slab_bytes / 8).min(budget) / vars,
+            longest: budget / vars,
         };
         let chunks = self.vars[0].cell_chunk()?;
         let parts = match format.by_cell() {

@@ -17,7 +17,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::parts::Order;
+use super::parts::{Order, Parts};
 use super::query::{Extract, Shape};
 use super::{coverage_parameter, crs_uri, text_attribute, Collection};
 use crate::encode::coverage_json::{
@@ -27,8 +27,7 @@ use crate::encode::geojson::{number, FeatureCollection};
 use crate::encode::netcdf::{Attribute, NcType, NetCdf, Variable};
 use crate::encode::text::{csv_cell, write_float, Style};
 use crate::encode::Encoder;
-use crate::engine::geo::region::CellWindow;
-use crate::engine::geo::{Crs, GeoGrid};
+use crate::engine::geo::Crs;
 use crate::engine::GeoVariable;
 use crate::http::respond::Ready;
 use crate::http::{ApiError, ChannelWriter};
@@ -374,23 +373,15 @@ fn for_each_location(
     let mut rows = Vec::new();
     match &extract.shape {
         // A part at a time, each of whole cells (every step of each).
-        Shape::Grid { grid, parts, .. } => {
-            let mut parts = parts.borrow_mut();
-            for p in 0..parts.list.len() {
-                let values = parts.next()?;
-                let part = &parts.list[p];
-                let cells = part.rows.len() * part.cols.len();
-                for (k, r, c) in parts.inside(part) {
-                    let Some((lon, lat)) = lon_lat(grid, &parts.window, r, c) else {
-                        continue;
-                    };
-                    rows.clear();
-                    push_steps(&mut rows, (lon, lat), (&times, &levels), |step| step * cells + k);
-                    f(lon, lat, &rows, &values)?;
-                }
+        Shape::Grid { grid, parts, .. } => Parts::each(parts, |parts, part, values| {
+            let cells = part.rows.len() * part.cols.len();
+            for (k, lon, lat) in parts.inside(part, grid) {
+                rows.clear();
+                push_steps(&mut rows, (lon, lat), (&times, &levels), |step| step * cells + k);
+                f(lon, lat, &rows, values)?;
             }
             Ok(())
-        }
+        }),
         // Few places (a URL's worth): places at the same position are one
         // location, in the order they first appear; their rows are made
         // a location at a time.
@@ -468,32 +459,25 @@ fn for_each_row<'a>(extract: &'a Extract, mut f: impl FnMut(Row<'a>, &[Vec<f64>]
             }
         }
         // A part at a time: a run of steps, or of rows of one step.
-        Shape::Grid { grid, parts, .. } => {
-            let mut parts = parts.borrow_mut();
-            for p in 0..parts.list.len() {
-                let values = parts.next()?;
-                let part = &parts.list[p];
-                let cells = part.rows.len() * part.cols.len();
-                for (ti, t) in part.times.clone().enumerate() {
-                    for (zi, z) in part.levels.clone().enumerate() {
-                        let step = ti * part.levels.len() + zi;
-                        for (k, r, c) in parts.inside(part) {
-                            let Some((lon, lat)) = lon_lat(grid, &parts.window, r, c) else {
-                                continue;
-                            };
-                            let row = Row {
-                                lon,
-                                lat,
-                                t: times[t],
-                                z: levels[z],
-                                at: step * cells + k,
-                            };
-                            f(row, &values)?;
-                        }
+        Shape::Grid { grid, parts, .. } => Parts::each(parts, |parts, part, values| {
+            let cells = part.rows.len() * part.cols.len();
+            for (ti, t) in part.times.clone().enumerate() {
+                for (zi, z) in part.levels.clone().enumerate() {
+                    let step = ti * part.levels.len() + zi;
+                    for (k, lon, lat) in parts.inside(part, grid) {
+                        let row = Row {
+                            lon,
+                            lat,
+                            t: times[t],
+                            z: levels[z],
+                            at: step * cells + k,
+                        };
+                        f(row, values)?;
                     }
                 }
             }
-        }
+            Ok(())
+        })?,
         Shape::Trajectory { steps, values } => {
             for (k, s) in steps.iter().enumerate() {
                 let row = Row {
@@ -508,13 +492,6 @@ fn for_each_row<'a>(extract: &'a Extract, mut f: impl FnMut(Row<'a>, &[Vec<f64>]
         }
     }
     Ok(())
-}
-
-/// The CRS84 centre of the window's cell at row and column positions `r`
-/// and `c` (longitude in −180..180), if it has one.
-fn lon_lat(grid: &GeoGrid, window: &CellWindow, r: usize, c: usize) -> Option<(f64, f64)> {
-    let (lon, lat) = grid.centre(window.cols[c], window.rows[r]).1?;
-    Some(((lon + 180.0).rem_euclid(360.0) - 180.0, lat))
 }
 
 /// One row of `place` per step (`[t][z]`), its values at `at(step)`.

@@ -6,6 +6,7 @@
 //! next write) stops the reads after the part being read; a read that
 //! fails ends the body short.
 
+use std::cell::RefCell;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::engine::geo::region::CellWindow;
+use crate::engine::geo::GeoGrid;
 use crate::engine::{CellPart, Dataset, Error, GeoVariable, ReadPlan, Versions};
 use crate::http::ApiError;
 use crate::metrics::Metrics;
@@ -162,17 +164,41 @@ impl Parts {
         list.iter().map(CellPart::values).max().unwrap_or(0)
     }
 
-    /// A part's cells inside the region: `(index among the part's cells,
-    /// row and column positions in the window)`, row by row.
-    pub(super) fn inside(&self, part: &CellPart) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
-        let width = self.window.cols.len();
+    /// Each part in turn, with the values of the order's step (read as
+    /// the writer gets there).
+    pub(super) fn each(
+        cell: &RefCell<Self>,
+        mut f: impl FnMut(&Self, &CellPart, &[Vec<f64>]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut parts = cell.borrow_mut();
+        for p in 0..parts.list.len() {
+            let values = parts.next()?;
+            let parts = &*parts;
+            f(parts, &parts.list[p], &values)?;
+        }
+        Ok(())
+    }
+
+    /// A part's cells inside the region that have a CRS84 centre on
+    /// `grid`: `(index among the part's cells, longitude in −180..180,
+    /// latitude)`, row by row.
+    pub(super) fn inside<'a>(
+        &'a self,
+        part: &CellPart,
+        grid: &'a GeoGrid,
+    ) -> impl Iterator<Item = (usize, f64, f64)> + 'a {
+        let window = &self.window;
+        let width = window.cols.len();
         let cols = part.cols.clone();
         part.rows
             .clone()
             .flat_map(move |r| cols.clone().map(move |c| (r, c)))
             .enumerate()
-            .filter(move |(_, (r, c))| self.window.inside.get(r * width + c))
-            .map(|(k, (r, c))| (k, r, c))
+            .filter(move |(_, (r, c))| window.inside.get(r * width + c))
+            .filter_map(move |(k, (r, c))| {
+                let (lon, lat) = grid.centre(window.cols[c], window.rows[r]).1?;
+                Some((k, (lon + 180.0).rem_euclid(360.0) - 180.0, lat))
+            })
     }
 }
 

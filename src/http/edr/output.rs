@@ -27,7 +27,7 @@ use crate::encode::geojson::{number, FeatureCollection};
 use crate::encode::netcdf::{Attribute, NcType, NetCdf, Variable};
 use crate::encode::text::{csv_cell, write_float, Style};
 use crate::encode::Encoder;
-use crate::engine::geo::Crs;
+use crate::engine::geo::{wrap_longitude, Crs};
 use crate::engine::GeoVariable;
 use crate::http::respond::Ready;
 use crate::http::{ApiError, ChannelWriter};
@@ -241,7 +241,7 @@ fn coverage_json(extract: &Extract) -> Document<'_> {
             let mut axes = BTreeMap::new();
             // Longitudes as −180..180, as clients subset them.
             let wrap = |x: f64| match grid.crs {
-                Crs::Crs84 => (x + 180.0).rem_euclid(360.0) - 180.0,
+                Crs::Crs84 => wrap_longitude(x),
                 Crs::Projected(_) => x,
             };
             axes.insert(
@@ -664,7 +664,7 @@ fn netcdf_file(extract: &Extract) -> Result<NetCdf, ApiError> {
     };
     coordinate(&yn, ys, axis_attributes(false));
     let xs: Vec<f64> = match geographic {
-        true => xs.iter().map(|x| (x + 180.0).rem_euclid(360.0) - 180.0).collect(),
+        true => xs.iter().copied().map(wrap_longitude).collect(),
         false => xs.clone(),
     };
     coordinate(&xn, &xs, axis_attributes(true));

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::engine::geo::region::CellWindow;
-use crate::engine::geo::GeoGrid;
+use crate::engine::geo::{wrap_longitude, GeoGrid};
 use crate::engine::{CellPart, Dataset, Error, GeoVariable, ReadPlan, Versions};
 use crate::http::ApiError;
 use crate::metrics::Metrics;
@@ -197,7 +197,7 @@ impl Parts {
             .filter(move |(_, (r, c))| window.inside.get(r * width + c))
             .filter_map(move |(k, (r, c))| {
                 let (lon, lat) = grid.centre(window.cols[c], window.rows[r]).1?;
-                Some((k, (lon + 180.0).rem_euclid(360.0) - 180.0, lat))
+                Some((k, wrap_longitude(lon), lat))
             })
     }
 }

@@ -17,7 +17,7 @@ use super::parts::Parts;
 use super::wkt::{self, Geometry, Vertex};
 use super::{find_collection, Collection};
 use crate::engine::geo::region::{in_rings, CellWindow};
-use crate::engine::geo::GeoGrid;
+use crate::engine::geo::{wrap_longitude, GeoGrid};
 use crate::engine::labels::{Label, Method};
 use crate::engine::{Along, AxisPick, CellPart, CellRead, Dataset, Error, GeoVariable, PartSize, ReadPlan, Versions};
 use crate::http::respond::{Answer, Checked};
@@ -156,18 +156,12 @@ pub(super) async fn answer(
                 cells: request.most_cells(),
                 vertices: state.edr_max_polygon_vertices,
             };
-            // The answer to more candidate cells than allowed.
-            let each = request.steps().saturating_mul(request.vars.len() as u64 * 8);
-            let limit = request.limit;
-            let too_many = move |cells: u64| ApiError::TooLarge {
-                requested: cells.saturating_mul(each),
-                limit,
-            };
             // Up to hundreds of millions of cells tested: off the async workers.
             let (g, q, p) = (grid.clone(), query.clone(), params.clone());
-            let window = tokio::task::spawn_blocking(move || window(&g, &q, &p, &limits, too_many))
+            let found = tokio::task::spawn_blocking(move || window(&g, &q, &p, &limits))
                 .await
                 .map_err(|e| ApiError::Engine(Error::Internal(format!("the region's cells: {e}"))))??;
+            let window = found.map_err(|cells| request.refuse(cells).expect_err("more cells than allowed"))?;
             request.window(grid, window, format)?
         }
     };
@@ -350,17 +344,10 @@ struct Limits {
     vertices: u32,
 }
 
-/// The cells of an `area`, `cube` or `radius` query; 413 when the region
-/// spans more cells than the limit allows, before any is looked at.
-/// `too_many` is the answer to a region with more candidate cells than
-/// allowed, before any is looked at.
-fn window(
-    grid: &GeoGrid,
-    query: &str,
-    params: &Params,
-    limits: &Limits,
-    too_many: impl Fn(u64) -> ApiError,
-) -> Result<CellWindow, ApiError> {
+/// The cells of an `area`, `cube` or `radius` query, or `Ok(Err(n))` when
+/// the region spans `n` candidate cells, more than the limit allows,
+/// before any is looked at.
+fn window(grid: &GeoGrid, query: &str, params: &Params, limits: &Limits) -> Result<Result<CellWindow, u64>, ApiError> {
     let max_vertices = limits.vertices;
     let found = match query {
         "cube" => {
@@ -431,8 +418,12 @@ fn window(
             grid.cells_within([w, s, e, n], limits.cells, |lon, lat| in_rings(&rings, lon, lat))
         }
     };
-    let found = found.map_err(too_many)?;
-    found.ok_or_else(|| outside(grid, &format!("the {query} query's region holds no cell centre")))
+    match found {
+        Err(cells) => Ok(Err(cells)),
+        Ok(found) => found
+            .map(Ok)
+            .ok_or_else(|| outside(grid, &format!("the {query} query's region holds no cell centre"))),
+    }
 }
 
 /// 400 naming the collection's extent.
@@ -451,6 +442,11 @@ fn cell_of(grid: &GeoGrid, p: &Vertex) -> Result<(u64, u64), ApiError> {
     }
 }
 
+/// The answer budget a window holds for each value of a part while it
+/// streams: two parts' values (one written, one queued) and one part being
+/// read (its stored elements, then its values: twice over), 8 bytes each.
+const WINDOW_BYTES_A_VALUE: u64 = 32;
+
 /// A query's reads.
 struct Request<'a> {
     dataset: &'a Dataset,
@@ -467,11 +463,13 @@ impl Request<'_> {
 
     /// The values' memory, once the answer is to be read, held under the
     /// answer budget (`slab_budget_bytes`) until written: every value of
-    /// points and trajectories; for a window, two parts (one written, one
-    /// queued) and one being read (its values twice over).
+    /// points and trajectories; for a window, [`WINDOW_BYTES_A_VALUE`] for
+    /// each value of its largest part.
     async fn hold(&self, job: &Job) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
         let held = match &job.places {
-            Places::Window(.., parts) => self.held_bytes(Parts::most_values(parts)).saturating_mul(2),
+            Places::Window(.., parts) => Parts::most_values(parts)
+                .saturating_mul(self.vars.len() as u64)
+                .saturating_mul(WINDOW_BYTES_A_VALUE),
             _ => self.refuse_whole(job.values)?,
         };
         Ok(self.dataset.resources().hold_answer_bytes(held as usize).await?)
@@ -614,11 +612,10 @@ impl Request<'_> {
             levels: self.levels.clone(),
         };
         // About slab_bytes of values a part (less if the answer budget holds
-        // less: 32 bytes a value, see `hold`); up to what the budget holds
-        // to end at a chunk boundary.
+        // less); up to what the budget holds to end at a chunk boundary.
         let resources = self.dataset.resources();
         let vars = self.vars.len() as u64;
-        let budget = resources.slab_budget_bytes() / 32;
+        let budget = resources.slab_budget_bytes() / WINDOW_BYTES_A_VALUE;
         let size = PartSize {
             most: (resources.read.slab_bytes / 8).min(budget) / vars,
             longest: budget / vars,
@@ -708,7 +705,9 @@ impl Request<'_> {
     /// A cell's centre in CRS84 (NaN when it has none).
     fn centre(&self, (col, row): (u64, u64)) -> (f64, f64) {
         let (_, lonlat) = self.vars[0].grid.centre(col, row);
-        lonlat.map(wrap).unwrap_or((f64::NAN, f64::NAN))
+        lonlat
+            .map(|(lon, lat)| (wrap_longitude(lon), lat))
+            .unwrap_or((f64::NAN, f64::NAN))
     }
 
     /// A trajectory's steps, each naming its positions in the union of
@@ -802,9 +801,4 @@ fn nearest_instant(var: &GeoVariable, seconds: f64) -> Result<u64, ApiError> {
     let pick = AxisPick::Labels(vec![Label::Text(iso.clone())], Method::Nearest);
     let picked = picked(var, Along::Time, Some(pick), "coords M", Some(&iso))?;
     Ok(picked.and_then(|p| p.first().copied()).unwrap_or(0))
-}
-
-/// Longitude in −180..180.
-fn wrap((lon, lat): (f64, f64)) -> (f64, f64) {
-    ((lon + 180.0).rem_euclid(360.0) - 180.0, lat)
 }

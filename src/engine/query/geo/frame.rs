@@ -72,10 +72,7 @@ impl MapFrame {
             _ => 0.0,
         };
         // Longitudes past ±180 (a map panned round the world) wrap.
-        let lons = lons
-            .into_iter()
-            .map(|l| (l + 180.0).rem_euclid(360.0) - 180.0)
-            .collect();
+        let lons = lons.into_iter().map(super::wrap_longitude).collect();
         Some(Self {
             width,
             height,

@@ -61,6 +61,11 @@ fn attr<'a>(info: &DimInfo<'a>, key: &str) -> Option<&'a str> {
     info.attributes?.get(key)?.as_str()
 }
 
+/// A longitude in degrees, a turn either way, as −180..180.
+pub fn wrap_longitude(lon: f64) -> f64 {
+    (lon + 180.0).rem_euclid(360.0) - 180.0
+}
+
 /// The role of a dimension, from its coordinate (3.2's order).
 pub fn role(info: &DimInfo) -> Option<Role> {
     if let Some(axis) = attr(info, "axis") {
@@ -292,8 +297,7 @@ impl GeoGrid {
         if e - w >= 360.0 {
             return [-180.0, s, 180.0, n];
         }
-        let wrap = |l: f64| (l + 180.0).rem_euclid(360.0) - 180.0;
-        let (w, e) = (wrap(w), wrap(e));
+        let (w, e) = (wrap_longitude(w), wrap_longitude(e));
         // An east edge exactly on the antimeridian is 180, not −180.
         let e = if e == -180.0 { 180.0 } else { e };
         [w, s, e, n]
